@@ -1,0 +1,42 @@
+#pragma once
+/// \file The Model interface the Trainer trains: a torch::nn::Module whose forward takes a
+/// Batch of named tensors and returns logits and (when labels are present) a loss.
+#include <optional>
+#include <string>
+
+#include <torch/nn/module.h>
+
+#include <ctrainer/trainer/data/batch.h>
+
+namespace ctrainer {
+
+/// What a model returns. `loss` is defined iff the batch carried labels.
+struct ModelOutput {
+  at::Tensor loss;
+  at::Tensor logits;
+};
+
+/// Base class of every model trained by ctrainer. Subclasses register their parameters and
+/// sub-modules as usual (register_parameter / register_module) so that named_parameters() gives
+/// stable, hierarchical names ("encoder.layers.0.linear1.weight").
+class Model : public torch::nn::Module {
+ public:
+  using torch::nn::Module::Module;
+  ~Model() override = default;
+
+  /// Runs the model on a batch already on the model's device.
+  virtual ModelOutput forward(const Batch& batch) = 0;
+
+  /// Floating-point operations of a forward+backward pass on `batch`, for state.total_flos.
+  /// HF's estimate: 6 x tokens ("input_ids" elements) x non-embedding parameters; 0 when the
+  /// batch has no "input_ids". Override for other model kinds.
+  virtual double floating_point_ops(const Batch& batch) const;
+
+  /// Number of parameters, optionally without those of embedding layers.
+  int64_t num_parameters(bool exclude_embeddings = false) const;
+
+ private:
+  mutable std::optional<int64_t> non_embedding_parameters_;
+};
+
+}  // namespace ctrainer

@@ -1,0 +1,734 @@
+// TrainingArguments, its validation and ArgumentParser (command line, JSON, --help).
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/training_args.h>
+
+namespace ctrainer {
+namespace {
+
+using nlohmann::json;
+
+/// Runs parser.parse on {"prog", tokens...}.
+bool run_parse(ArgumentParser& parser, const std::vector<std::string>& tokens,
+               TrainingArguments& args) {
+  std::vector<std::string> storage = {"prog"};
+  storage.insert(storage.end(), tokens.begin(), tokens.end());
+  std::vector<const char*> argv;
+  for (const std::string& s : storage) argv.push_back(s.c_str());
+  return parser.parse(static_cast<int>(argv.size()), argv.data(), args);
+}
+
+TrainingArguments parse_ok(const std::vector<std::string>& tokens) {
+  ArgumentParser parser("test");
+  TrainingArguments args;
+  EXPECT_TRUE(run_parse(parser, tokens, args));
+  return args;
+}
+
+/// The ArgumentError message of parsing `tokens`; fails the test if parsing succeeds.
+/// `not_supported` says whether the error must (true) or must not (false) be NotSupportedYet.
+std::string parse_error(const std::vector<std::string>& tokens, bool not_supported = false) {
+  ArgumentParser parser("test");
+  TrainingArguments args;
+  try {
+    run_parse(parser, tokens, args);
+  } catch (const NotSupportedYet& e) {
+    EXPECT_TRUE(not_supported) << "unexpected NotSupportedYet: " << e.what();
+    return e.what();
+  } catch (const ArgumentError& e) {
+    EXPECT_FALSE(not_supported) << "expected NotSupportedYet, got: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "parsing succeeded";
+  return "";
+}
+
+std::string write_file(const std::string& name, const std::string& content) {
+  const std::string path = testing::TempDir() + "ctrainer_training_args_test_" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+std::string joined(const std::vector<std::string>& tokens) {
+  std::string out;
+  for (const std::string& t : tokens) out += t + " ";
+  return out;
+}
+
+// ---- defaults ----------------------------------------------------------------------------------
+
+TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
+  // transformers.TrainingArguments defaults; save_strategy is "no" (HF: "steps") until
+  // checkpointing lands.
+  const json expected = {
+      {"output_dir", "trainer_output"},
+      {"overwrite_output_dir", false},
+      {"do_train", false},
+      {"do_eval", false},
+      {"do_predict", false},
+      {"run_name", nullptr},
+      {"eval_strategy", "no"},
+      {"eval_steps", nullptr},
+      {"logging_strategy", "steps"},
+      {"logging_steps", 500.0},
+      {"logging_first_step", false},
+      {"save_strategy", "no"},
+      {"save_steps", 500.0},
+      {"save_total_limit", nullptr},
+      {"save_only_model", false},
+      {"per_device_train_batch_size", 8},
+      {"per_device_eval_batch_size", 8},
+      {"gradient_accumulation_steps", 1},
+      {"eval_accumulation_steps", nullptr},
+      {"learning_rate", 5e-5},
+      {"weight_decay", 0.0},
+      {"adam_beta1", 0.9},
+      {"adam_beta2", 0.999},
+      {"adam_epsilon", 1e-8},
+      {"max_grad_norm", 1.0},
+      {"optim", "adamw_torch"},
+      {"num_train_epochs", 3.0},
+      {"max_steps", -1},
+      {"lr_scheduler_type", "linear"},
+      {"warmup_steps", 0},
+      {"warmup_ratio", 0.0},
+      {"seed", 42},
+      {"data_seed", nullptr},
+      {"full_determinism", false},
+      {"log_level", "passive"},
+      {"log_level_replica", "warning"},
+      {"log_on_each_node", true},
+      {"disable_tqdm", false},
+      {"report_to", {"none"}},
+      {"dataloader_num_workers", 0},
+      {"dataloader_drop_last", false},
+      {"dataloader_pin_memory", true},
+      {"label_names", nullptr},
+      {"group_by_length", false},
+      {"load_best_model_at_end", false},
+      {"metric_for_best_model", nullptr},
+      {"greater_is_better", nullptr},
+      {"resume_from_checkpoint", nullptr},
+      {"ignore_data_skip", false},
+      {"use_cpu", false},
+      {"fp16", false},
+      {"bf16", false},
+      {"label_smoothing_factor", 0.0},
+      {"gradient_checkpointing", false},
+      {"local_rank", -1},
+      {"ddp_backend", nullptr},
+      {"ddp_timeout", 1800},
+      {"ddp_find_unused_parameters", nullptr},
+      {"ddp_bucket_cap_mb", nullptr},
+      {"fsdp", ""},
+      {"fsdp_config", nullptr},
+      {"deepspeed", nullptr},
+  };
+  const json actual = to_json(TrainingArguments{});
+  EXPECT_EQ(actual.size(), 62u);
+  EXPECT_EQ(actual, expected) << json::diff(expected, actual).dump(2);
+  EXPECT_EQ(training_args_options().size(), expected.size());
+}
+
+TEST(TrainingArgumentsTest, ParsingNothingGivesValidatedDefaults) {
+  const TrainingArguments args = parse_ok({});
+  EXPECT_EQ(args.run_name, "trainer_output");  // derived from output_dir
+  EXPECT_FALSE(args.eval_steps.has_value());
+  EXPECT_FALSE(args.do_eval);
+  EXPECT_EQ(args.label_keys(), std::vector<std::string>{"labels"});
+  EXPECT_EQ(args.sampler_seed(), 42);
+}
+
+TEST(TrainingArgumentsTest, ParseStartsFromTheCurrentValues) {
+  ArgumentParser parser("test");
+  TrainingArguments args;
+  args.seed = 5;
+  args.output_dir = "mine";
+  ASSERT_TRUE(run_parse(parser, {"--learning_rate", "1e-3"}, args));
+  EXPECT_EQ(args.seed, 5);
+  EXPECT_EQ(args.output_dir, "mine");
+  EXPECT_DOUBLE_EQ(args.learning_rate, 1e-3);
+}
+
+// ---- command-line forms ------------------------------------------------------------------------
+
+TEST(ArgumentParserTest, FlagSpaceValueAndFlagEqualsValue) {
+  const TrainingArguments a = parse_ok({"--learning_rate", "3e-5", "--seed=7", "--output_dir",
+                                        "out/dir", "--num_train_epochs=2.5", "--optim", "sgd",
+                                        "--max_steps", "-1", "--warmup_steps=+10"});
+  EXPECT_DOUBLE_EQ(a.learning_rate, 3e-5);
+  EXPECT_EQ(a.seed, 7);
+  EXPECT_EQ(a.output_dir, "out/dir");
+  EXPECT_DOUBLE_EQ(a.num_train_epochs, 2.5);
+  EXPECT_EQ(a.optim, "sgd");
+  EXPECT_EQ(a.max_steps, -1);
+  EXPECT_EQ(a.warmup_steps, 10);
+}
+
+TEST(ArgumentParserTest, BareBoolAndBoolLiterals) {
+  EXPECT_TRUE(parse_ok({"--do_train"}).do_train);
+  EXPECT_TRUE(parse_ok({"--do_train", "--do_predict"}).do_predict);
+  EXPECT_TRUE(parse_ok({"--do_train", "true"}).do_train);
+  EXPECT_TRUE(parse_ok({"--do_train", "True"}).do_train);
+  EXPECT_TRUE(parse_ok({"--do_train", "yes"}).do_train);
+  EXPECT_TRUE(parse_ok({"--do_train", "1"}).do_train);
+  EXPECT_TRUE(parse_ok({"--do_train=T"}).do_train);
+  EXPECT_FALSE(parse_ok({"--do_train", "false"}).do_train);
+  EXPECT_FALSE(parse_ok({"--do_train", "False"}).do_train);
+  EXPECT_FALSE(parse_ok({"--do_train", "no"}).do_train);
+  EXPECT_FALSE(parse_ok({"--do_train", "0"}).do_train);
+  EXPECT_FALSE(parse_ok({"--do_train=false"}).do_train);
+  // A bool literal after a bare flag is its value, not a positional argument.
+  const TrainingArguments a = parse_ok({"--fp16", "false", "--seed", "3"});
+  EXPECT_FALSE(a.fp16);
+  EXPECT_EQ(a.seed, 3);
+  EXPECT_NE(parse_error({"--do_train=maybe"}).find("--do_train: expected a boolean"),
+            std::string::npos);
+}
+
+TEST(ArgumentParserTest, NoComplementOfBoolsThatDefaultToTrue) {
+  EXPECT_FALSE(parse_ok({"--no_dataloader_pin_memory"}).dataloader_pin_memory);
+  EXPECT_FALSE(parse_ok({"--no-log-on-each-node"}).log_on_each_node);
+  EXPECT_NE(parse_error({"--no_do_train"}).find("unknown flag --no_do_train"), std::string::npos);
+}
+
+TEST(ArgumentParserTest, Aliases) {
+  const TrainingArguments a = parse_ok({"--evaluation_strategy", "epoch", "--no_cuda"});
+  EXPECT_EQ(a.eval_strategy, "epoch");
+  EXPECT_TRUE(a.do_eval);  // as transformers: an eval strategy implies do_eval
+  EXPECT_TRUE(a.use_cpu);
+  EXPECT_FALSE(a.dataloader_pin_memory);  // pinned memory needs an accelerator
+  EXPECT_EQ(parse_ok({"--local-rank=-1"}).local_rank, -1);
+  EXPECT_EQ(parse_ok({"--per-device-train-batch-size", "4"}).per_device_train_batch_size, 4);
+  EXPECT_NE(parse_error({"--local-rank", "0"}, true).find("not supported yet: --local_rank"),
+            std::string::npos);
+}
+
+TEST(ArgumentParserTest, ListFlagsTakeOneOrMoreValues) {
+  const TrainingArguments a =
+      parse_ok({"--label_names", "start", "end", "--seed", "3", "--report_to", "none"});
+  EXPECT_EQ(a.label_names, (std::vector<std::string>{"start", "end"}));
+  EXPECT_EQ(a.label_keys(), (std::vector<std::string>{"start", "end"}));
+  EXPECT_EQ(a.seed, 3);
+  EXPECT_EQ(a.report_to, std::vector<std::string>{"none"});
+  EXPECT_EQ(parse_ok({"--report_to", "all"}).report_to, std::vector<std::string>{"all"});
+  EXPECT_FALSE(parse_ok({"--label_names", "x", "--label_names", "None"}).label_names);
+  EXPECT_NE(parse_error({"--report_to"}).find("report_to"), std::string::npos);
+}
+
+TEST(ArgumentParserTest, NoneResetsOptionals) {
+  const TrainingArguments a = parse_ok({"--data_seed", "5", "--data_seed", "None",
+                                        "--save_total_limit", "2", "--save_total_limit", "none"});
+  EXPECT_FALSE(a.data_seed.has_value());
+  EXPECT_FALSE(a.save_total_limit.has_value());
+  EXPECT_EQ(parse_ok({"--greater_is_better", "None"}).greater_is_better, std::nullopt);
+  EXPECT_EQ(parse_ok({"--greater_is_better", "false"}).greater_is_better, false);
+  EXPECT_EQ(parse_ok({"--data_seed", "5"}).sampler_seed(), 5);
+}
+
+TEST(ArgumentParserTest, LastOccurrenceWins) {
+  EXPECT_EQ(parse_ok({"--seed", "1", "--seed", "2"}).seed, 2);
+  EXPECT_FALSE(parse_ok({"--do_train", "--do_train", "false"}).do_train);
+}
+
+TEST(ArgumentParserTest, UnknownFlagSuggestsTheClosestName) {
+  EXPECT_EQ(parse_error({"--learning_rat", "1"}),
+            "unknown flag --learning_rat; did you mean --learning_rate?");
+  EXPECT_EQ(parse_error({"--evaluation-strategy2", "no"}),
+            "unknown flag --evaluation_strategy2; did you mean --evaluation_strategy?");
+  // No prefix guessing: an abbreviation is refused, with the full name as a hint.
+  EXPECT_EQ(parse_error({"--gradient_accum", "2"}),
+            "unknown flag --gradient_accum; did you mean --gradient_accumulation_steps?");
+  const std::string far = parse_error({"--xyzzy"});
+  EXPECT_EQ(far.rfind("unknown flag --xyzzy", 0), 0u) << far;
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+  EXPECT_NE(parse_error({"-x"}).find("unknown flag -x"), std::string::npos);
+}
+
+TEST(ArgumentParserTest, StrayPositionalIsAnError) {
+  EXPECT_NE(parse_error({"--seed", "1", "2"}).find("unexpected argument '2'"), std::string::npos);
+  EXPECT_NE(parse_error({"train.txt"}).find("unexpected argument 'train.txt'"), std::string::npos);
+}
+
+TEST(ArgumentParserTest, MissingValueIsAnError) {
+  EXPECT_NE(parse_error({"--seed"}).find("seed"), std::string::npos);
+  EXPECT_NE(parse_error({"--seed", "--do_train"}).find("seed"), std::string::npos);
+}
+
+// ---- JSON config files -------------------------------------------------------------------------
+
+TEST(ArgumentParserTest, JsonConfigWithCommandLineOverride) {
+  const std::string path = write_file("override.json", R"({
+    "learning_rate": 1e-4, "seed": 3, "evaluation_strategy": "epoch", "report_to": "none",
+    "label_names": ["y"], "data_seed": null, "num_train_epochs": 2, "max_steps": 10.0,
+    "do_train": true})");
+  for (const auto& tokens : std::vector<std::vector<std::string>>{
+           {"--config", path, "--seed", "9"}, {"--seed", "9", "--config", path}}) {
+    const TrainingArguments a = parse_ok(tokens);
+    EXPECT_DOUBLE_EQ(a.learning_rate, 1e-4) << joined(tokens);
+    EXPECT_EQ(a.seed, 9) << joined(tokens);  // the command line wins whatever the order
+    EXPECT_EQ(a.eval_strategy, "epoch");
+    EXPECT_TRUE(a.do_eval);
+    EXPECT_TRUE(a.do_train);
+    EXPECT_EQ(a.report_to, std::vector<std::string>{"none"});
+    EXPECT_EQ(a.label_names, std::vector<std::string>{"y"});
+    EXPECT_DOUBLE_EQ(a.num_train_epochs, 2.0);
+    EXPECT_EQ(a.max_steps, 10);
+  }
+  EXPECT_EQ(parse_ok({"--config=" + path}).seed, 3);
+}
+
+TEST(ArgumentParserTest, SinglePositionalJsonIsTheConfig) {
+  const std::string path = write_file("positional.json", R"({"seed": 11, "do_train": true})");
+  EXPECT_EQ(parse_ok({path}).seed, 11);
+  const TrainingArguments a = parse_ok({path, "--learning_rate", "0.5"});
+  EXPECT_EQ(a.seed, 11);
+  EXPECT_DOUBLE_EQ(a.learning_rate, 0.5);
+  // A bare bool does not swallow the positional file.
+  const TrainingArguments b = parse_ok({"--do_predict", path});
+  EXPECT_TRUE(b.do_predict);
+  EXPECT_EQ(b.seed, 11);
+  EXPECT_NE(parse_error({path, path}).find("unexpected argument"), std::string::npos);
+}
+
+TEST(ArgumentParserTest, JsonErrorsNameTheFileAndKey) {
+  const std::string unknown = write_file("unknown.json", R"({"lerning_rate": 0.1})");
+  EXPECT_EQ(parse_error({"--config", unknown}),
+            "config file '" + unknown +
+                "': unknown key \"lerning_rate\"; did you mean \"learning_rate\"?");
+
+  const std::string wrong_type = write_file("wrong_type.json", R"({"seed": "abc"})");
+  EXPECT_EQ(
+      parse_error({"--config", wrong_type}),
+      "config file '" + wrong_type + "', key \"seed\": expected an integer, got \"abc\" (string)");
+
+  const std::string fraction = write_file("fraction.json", R"({"seed": 1.5})");
+  EXPECT_NE(parse_error({fraction}).find("key \"seed\": expected an integer"), std::string::npos);
+
+  const std::string bool_type = write_file("bool_type.json", R"({"fp16": "yes"})");
+  EXPECT_NE(parse_error({bool_type}).find("key \"fp16\": expected a boolean"), std::string::npos);
+
+  const std::string null_required = write_file("null.json", R"({"learning_rate": null})");
+  EXPECT_NE(parse_error({null_required}).find("key \"learning_rate\": expected a number"),
+            std::string::npos);
+
+  const std::string list_type = write_file("list.json", R"({"label_names": [1, 2]})");
+  EXPECT_NE(parse_error({list_type}).find("key \"label_names\": expected a list of strings"),
+            std::string::npos);
+
+  const std::string invalid = write_file("invalid.json", R"({"seed": 1,})");
+  EXPECT_NE(
+      parse_error({"--config", invalid}).find("config file '" + invalid + "' is not valid JSON"),
+      std::string::npos);
+
+  const std::string array = write_file("array.json", "[1, 2]");
+  EXPECT_NE(parse_error({array}).find("must hold a JSON object"), std::string::npos);
+
+  const std::string both =
+      write_file("both.json", R"({"eval_strategy": "no", "evaluation_strategy": "no"})");
+  EXPECT_NE(parse_error({both}).find("both set eval_strategy"), std::string::npos);
+
+  const std::string missing = testing::TempDir() + "ctrainer_does_not_exist.json";
+  EXPECT_EQ(parse_error({"--config", missing}),
+            "cannot read config file '" + missing + "': no such file");
+}
+
+TEST(ArgumentParserTest, ValidationErrorsFromJsonNameTheFlag) {
+  const std::string path = write_file("bad_value.json", R"({"warmup_ratio": 1.5})");
+  EXPECT_EQ(parse_error({path}), "--warmup_ratio must be in [0, 1] (got 1.5)");
+}
+
+// ---- bad values --------------------------------------------------------------------------------
+
+TEST(ArgumentParserTest, BadValuesNameTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--eval_strategy", "sometimes"}, "--eval_strategy must be one of no, steps, epoch"},
+      {{"--logging_strategy", "always"}, "--logging_strategy must be one of no, steps, epoch"},
+      {{"--save_strategy", "often"}, "--save_strategy must be one of no, steps, epoch, best"},
+      {{"--lr_scheduler_type", "cosine_annealing"}, "--lr_scheduler_type must be one of linear"},
+      {{"--optim", "adam"}, "--optim must be one of adamw_torch, adamw_hf, sgd (got 'adam')"},
+      {{"--log_level", "verbose"}, "--log_level must be one of passive"},
+      {{"--log_level_replica", "loud"}, "--log_level_replica must be one of passive"},
+      {{"--seed", "abc"}, "--seed: expected an integer, got 'abc'"},
+      {{"--seed", "1.5"}, "--seed: expected an integer"},
+      {{"--learning_rate", "fast"}, "--learning_rate: expected a number, got 'fast'"},
+      {{"--learning_rate", "nan"}, "--learning_rate: expected a finite number"},
+      {{"--learning_rate", "-1"}, "--learning_rate must be >= 0 (got -1.0)"},
+      {{"--weight_decay", "-0.1"}, "--weight_decay must be >= 0"},
+      {{"--adam_beta1", "1"}, "--adam_beta1 must be in [0, 1) (got 1.0)"},
+      {{"--adam_beta2", "-0.5"}, "--adam_beta2 must be in [0, 1)"},
+      {{"--adam_epsilon", "-1e-8"}, "--adam_epsilon must be >= 0"},
+      {{"--max_grad_norm", "-1"}, "--max_grad_norm must be >= 0"},
+      {{"--num_train_epochs", "-1"}, "--num_train_epochs must be >= 0"},
+      {{"--max_steps", "0"}, "--max_steps must be -1 (train for num_train_epochs) or > 0"},
+      {{"--max_steps", "-2"}, "--max_steps must be -1"},
+      {{"--warmup_steps", "-5"}, "--warmup_steps must be >= 0 (got -5)"},
+      {{"--warmup_ratio", "1.5"}, "--warmup_ratio must be in [0, 1] (got 1.5)"},
+      {{"--per_device_train_batch_size", "-8"}, "--per_device_train_batch_size must be >= 1"},
+      {{"--per_device_eval_batch_size", "0"}, "--per_device_eval_batch_size must be >= 1"},
+      {{"--gradient_accumulation_steps", "0"}, "--gradient_accumulation_steps must be >= 1"},
+      {{"--eval_accumulation_steps", "0"}, "--eval_accumulation_steps must be >= 1"},
+      {{"--logging_steps", "0"}, "--logging_steps must be > 0 with --logging_strategy steps"},
+      {{"--logging_steps", "2.5"}, "--logging_steps must be an integer when >= 1 (got 2.5)"},
+      {{"--eval_strategy", "steps", "--eval_steps", "-3"},
+       "--eval_steps must be > 0 with --eval_strategy steps"},
+      {{"--eval_strategy", "steps", "--logging_strategy", "no", "--logging_steps", "0"},
+       "--eval_strategy steps requires a positive --eval_steps"},
+      {{"--save_strategy", "steps", "--save_steps", "1.5"},
+       "--save_steps must be an integer when >= 1"},
+      {{"--save_total_limit", "0"}, "--save_total_limit must be >= 1"},
+      {{"--label_smoothing_factor", "1"}, "--label_smoothing_factor must be in [0, 1)"},
+      {{"--dataloader_num_workers", "-1"}, "--dataloader_num_workers must be >= 0"},
+      {{"--local_rank", "-2"}, "--local_rank must be >= -1"},
+      {{"--ddp_timeout", "0"}, "--ddp_timeout must be >= 1"},
+      {{"--ddp_bucket_cap_mb", "0"}, "--ddp_bucket_cap_mb must be >= 1"},
+      {{"--ddp_backend", "ucc"}, "--ddp_backend must be one of gloo, nccl, mpi (got 'ucc')"},
+      {{"--report_to", "foo"}, "--report_to: unknown integration 'foo'"},
+      {{"--report_to", "none", "wandb"}, "--report_to none cannot be combined"},
+      {{"--fsdp", "full_shard bogus"}, "--fsdp: unknown option 'bogus'"},
+      {{"--output_dir="}, "--output_dir must not be empty"},
+      // A bad value gets its own message even when the feature is refused as not supported yet.
+      {{"--fp16", "--learning_rate", "-1"}, "--learning_rate must be >= 0"},
+  };
+  for (const auto& [tokens, expected] : cases) {
+    const std::string message = parse_error(tokens);
+    EXPECT_EQ(message.rfind(expected, 0), 0u)
+        << joined(tokens) << "\n  expected prefix: " << expected << "\n  got: " << message;
+  }
+}
+
+TEST(ArgumentParserTest, Contradictions) {
+  EXPECT_EQ(parse_error({"--fp16", "--bf16"}),
+            "--fp16 and --bf16 cannot both be set; choose one mixed precision");
+  EXPECT_NE(parse_error({"--load_best_model_at_end", "--eval_strategy", "epoch"})
+                .find("--load_best_model_at_end requires --save_strategy to match "
+                      "--eval_strategy (got eval_strategy epoch, save_strategy no)"),
+            std::string::npos);
+  EXPECT_NE(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "100", "--save_strategy", "steps", "--save_steps", "150"})
+                .find("--save_steps (150.0) to be a round multiple of --eval_steps (100.0)"),
+            std::string::npos);
+  EXPECT_NE(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "0.1", "--save_strategy", "steps", "--save_steps", "500"})
+                .find("mixing a ratio and a number of steps"),
+            std::string::npos);
+  EXPECT_NE(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "0.2", "--save_strategy", "steps", "--save_steps", "0.5"})
+                .find("--save_steps (0.5) to be a multiple of --eval_steps (0.2)"),
+            std::string::npos);
+  // Compatible strategies and steps pass the rule and reach the not-supported-yet refusals.
+  EXPECT_EQ(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "0.1", "--save_strategy", "steps", "--save_steps", "0.5"},
+                        true)
+                .rfind("not supported yet: --save_strategy steps", 0),
+            0u);
+  EXPECT_EQ(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "100", "--save_strategy", "steps", "--save_steps", "300"},
+                        true)
+                .rfind("not supported yet: --save_strategy steps", 0),
+            0u);
+}
+
+TEST(TrainingArgumentsTest, ValidateChecksStructsFilledInCode) {
+  TrainingArguments args;
+  args.per_device_train_batch_size = 0;
+  EXPECT_THROW(args.validate(), ArgumentError);
+  args = TrainingArguments{};
+  args.warmup_ratio = -0.1;
+  EXPECT_THROW(args.validate(), ArgumentError);
+  args = TrainingArguments{};
+  args.lr_scheduler_type = "Linear";
+  EXPECT_THROW(args.validate(), ArgumentError);
+  args = TrainingArguments{};
+  EXPECT_NO_THROW(args.validate());
+  EXPECT_NO_THROW(args.validate());  // idempotent
+}
+
+TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--save_strategy", "steps"}, "not supported yet: --save_strategy steps"},
+      {{"--save_strategy", "epoch"}, "not supported yet: --save_strategy epoch"},
+      {{"--save_strategy", "best"}, "not supported yet: --save_strategy best"},
+      {{"--load_best_model_at_end"}, "not supported yet: --load_best_model_at_end"},
+      {{"--resume_from_checkpoint", "ckpt"}, "not supported yet: --resume_from_checkpoint"},
+      {{"--fp16"}, "not supported yet: --fp16"},
+      {{"--bf16", "true"}, "not supported yet: --bf16"},
+      {{"--local_rank", "0"}, "not supported yet: --local_rank"},
+      {{"--fsdp", "full_shard auto_wrap"}, "not supported yet: --fsdp"},
+      {{"--fsdp_config", "fsdp.json"}, "not supported yet: --fsdp_config"},
+      {{"--deepspeed", "ds.json"}, "not supported yet: --deepspeed"},
+      {{"--gradient_checkpointing"}, "not supported yet: --gradient_checkpointing"},
+      {{"--group_by_length"}, "not supported yet: --group_by_length"},
+      {{"--dataloader_num_workers", "2"}, "not supported yet: --dataloader_num_workers"},
+      {{"--optim", "adafactor"},
+       "not supported yet: --optim adafactor (available: adamw_torch, adamw_hf, sgd)"},
+      {{"--optim", "adamw_torch_fused"}, "not supported yet: --optim adamw_torch_fused"},
+      {{"--lr_scheduler_type", "reduce_lr_on_plateau"},
+       "not supported yet: --lr_scheduler_type reduce_lr_on_plateau"},
+      {{"--log_level", "detail"}, "not supported yet: --log_level detail"},
+      {{"--ddp_backend", "mpi"}, "not supported yet: --ddp_backend mpi"},
+      {{"--report_to", "tensorboard"}, "not supported yet: --report_to tensorboard"},
+      {{"--report_to", "wandb", "tensorboard"}, "not supported yet: --report_to wandb"},
+  };
+  for (const auto& [tokens, expected] : cases) {
+    const std::string message = parse_error(tokens, /*not_supported=*/true);
+    EXPECT_EQ(message.rfind(expected, 0), 0u)
+        << joined(tokens) << "\n  expected prefix: " << expected << "\n  got: " << message;
+  }
+}
+
+// ---- derived defaults --------------------------------------------------------------------------
+
+TEST(TrainingArgumentsTest, DerivedDefaultsFollowTransformers) {
+  const TrainingArguments steps = parse_ok({"--eval_strategy", "steps"});
+  EXPECT_TRUE(steps.do_eval);
+  EXPECT_EQ(steps.eval_steps, 500.0);  // logging_steps
+  EXPECT_EQ(parse_ok({"--eval_strategy", "steps", "--logging_steps", "10"}).eval_steps, 10.0);
+  EXPECT_EQ(parse_ok({"--eval_strategy", "steps", "--eval_steps", "0", "--logging_steps", "0.1"})
+                .eval_steps,
+            0.1);
+  EXPECT_EQ(parse_ok({"--eval_strategy", "steps", "--eval_steps", "7"}).eval_steps, 7.0);
+  EXPECT_FALSE(parse_ok({"--eval_steps", "7"}).do_eval);
+
+  EXPECT_EQ(parse_ok({"--output_dir", "runs/a"}).run_name, "runs/a");
+  EXPECT_EQ(parse_ok({"--output_dir", "runs/a", "--run_name", "exp"}).run_name, "exp");
+
+  EXPECT_EQ(parse_ok({"--metric_for_best_model", "accuracy"}).greater_is_better, true);
+  EXPECT_EQ(parse_ok({"--metric_for_best_model", "eval_loss"}).greater_is_better, false);
+  EXPECT_EQ(parse_ok({"--metric_for_best_model", "accuracy", "--greater_is_better", "false"})
+                .greater_is_better,
+            false);
+  EXPECT_EQ(parse_ok({}).greater_is_better, std::nullopt);
+
+  TrainingArguments best;
+  best.load_best_model_at_end = true;
+  EXPECT_THROW(best.validate(), NotSupportedYet);
+  EXPECT_EQ(best.metric_for_best_model, "loss");
+  EXPECT_EQ(best.greater_is_better, false);
+}
+
+// ---- to_json round trip ------------------------------------------------------------------------
+
+TEST(ArgumentParserTest, ToJsonRoundTripsThroughAConfigFile) {
+  // clang-format off
+  const TrainingArguments original = parse_ok(
+      {"--output_dir", "out", "--learning_rate", "3e-5", "--seed", "7", "--eval_strategy",
+       "steps", "--eval_steps", "0.25", "--logging_steps", "20", "--label_names", "a", "b",
+       "--data_seed", "11", "--metric_for_best_model", "accuracy", "--greater_is_better", "false",
+       "--ddp_backend", "gloo", "--ddp_bucket_cap_mb", "25", "--save_total_limit", "3",
+       "--max_steps", "100", "--warmup_ratio", "0.1", "--use_cpu", "--report_to", "all",
+       "--run_name", "r1", "--ddp_find_unused_parameters", "true", "--eval_accumulation_steps",
+       "4", "--weight_decay", "0.01", "--adam_beta2", "0.98", "--optim", "sgd",
+       "--lr_scheduler_type", "cosine", "--log_level", "info", "--num_train_epochs", "1.5",
+       "--label_smoothing_factor", "0.1", "--do_train", "--overwrite_output_dir",
+       "--logging_first_step", "--save_only_model", "--disable_tqdm", "--dataloader_drop_last",
+       "--ignore_data_skip", "--full_determinism", "--per_device_train_batch_size", "16",
+       "--gradient_accumulation_steps", "2", "--ddp_timeout", "60", "--adam_epsilon", "1e-6"});
+  // clang-format on
+  const json written = to_json(original);
+  EXPECT_TRUE(written.at("resume_from_checkpoint").is_null());
+  EXPECT_EQ(written.at("eval_strategy"), "steps");
+  EXPECT_FALSE(written.contains("evaluation_strategy"));  // HF names only, never aliases
+  const std::string path = write_file("training_args.json", written.dump(2));
+
+  const TrainingArguments loaded = parse_ok({"--config", path});
+  EXPECT_EQ(to_json(loaded), written) << json::diff(written, to_json(loaded)).dump(2);
+  EXPECT_DOUBLE_EQ(loaded.learning_rate, 3e-5);
+  EXPECT_EQ(loaded.label_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(loaded.eval_steps, 0.25);
+  EXPECT_EQ(loaded.greater_is_better, false);
+  EXPECT_EQ(loaded.ddp_bucket_cap_mb, 25);
+  EXPECT_FALSE(loaded.resume_from_checkpoint.has_value());
+
+  // The defaults round-trip too, through the positional form.
+  const json defaults = to_json(parse_ok({}));
+  const std::string default_path = write_file("defaults.json", defaults.dump());
+  EXPECT_EQ(to_json(parse_ok({default_path})), defaults);
+}
+
+// ---- application options -----------------------------------------------------------------------
+
+struct AppFlags {
+  int64_t num_examples = 100;
+  double noise = 0.5;
+  std::string dataset = "toy";
+  bool shuffle = true;
+  std::vector<std::string> columns = {"x"};
+};
+
+void add_app_flags(ArgumentParser& parser, AppFlags& flags) {
+  parser.add_option("num_examples", &flags.num_examples, "Number of synthetic examples.");
+  parser.add_option("noise", &flags.noise, "Noise level of the labels.");
+  parser.add_option("dataset", &flags.dataset, "Dataset name.");
+  parser.add_option("shuffle", &flags.shuffle, "Shuffle the examples.");
+  parser.add_option("columns", &flags.columns, "Input columns.");
+}
+
+TEST(ArgumentParserTest, ApplicationOptionsFromCommandLineAndJson) {
+  {
+    ArgumentParser parser("app");
+    AppFlags flags;
+    add_app_flags(parser, flags);
+    TrainingArguments args;
+    ASSERT_TRUE(run_parse(parser,
+                          {"--num_examples", "64", "--noise=0.25", "--dataset", "moons",
+                           "--no_shuffle", "--columns", "a", "b", "--seed", "3"},
+                          args));
+    EXPECT_EQ(flags.num_examples, 64);
+    EXPECT_DOUBLE_EQ(flags.noise, 0.25);
+    EXPECT_EQ(flags.dataset, "moons");
+    EXPECT_FALSE(flags.shuffle);
+    EXPECT_EQ(flags.columns, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(args.seed, 3);
+  }
+  {
+    ArgumentParser parser("app");
+    AppFlags flags;
+    add_app_flags(parser, flags);
+    const std::string path =
+        write_file("app.json", R"({"num_examples": 8, "shuffle": false, "learning_rate": 0.1})");
+    TrainingArguments args;
+    ASSERT_TRUE(run_parse(parser, {path, "--num_examples", "9", "--shuffle"}, args));
+    EXPECT_EQ(flags.num_examples, 9);
+    EXPECT_TRUE(flags.shuffle);
+    EXPECT_DOUBLE_EQ(args.learning_rate, 0.1);
+  }
+  {
+    ArgumentParser parser("app");
+    AppFlags flags;
+    add_app_flags(parser, flags);
+    TrainingArguments args;
+    EXPECT_THROW(
+        {
+          try {
+            run_parse(parser, {"--num_examples", "many"}, args);
+          } catch (const ArgumentError& e) {
+            EXPECT_STREQ(e.what(), "--num_examples: expected an integer, got 'many'");
+            throw;
+          }
+        },
+        ArgumentError);
+    EXPECT_THROW(
+        {
+          try {
+            run_parse(parser, {"--num_example", "3"}, args);
+          } catch (const ArgumentError& e) {
+            EXPECT_STREQ(e.what(), "unknown flag --num_example; did you mean --num_examples?");
+            throw;
+          }
+        },
+        ArgumentError);
+  }
+}
+
+TEST(ArgumentParserTest, ApplicationOptionNamesMustBeNewAndValid) {
+  ArgumentParser parser("app");
+  int64_t value = 0;
+  EXPECT_THROW(parser.add_option("seed", &value, "clash"), std::invalid_argument);
+  EXPECT_THROW(parser.add_option("evaluation_strategy", &value, "alias clash"),
+               std::invalid_argument);
+  EXPECT_THROW(parser.add_option("config", &value, "reserved"), std::invalid_argument);
+  EXPECT_THROW(parser.add_option("Bad-Name", &value, "invalid"), std::invalid_argument);
+  parser.add_option("steps_per_print", &value, "ok");
+  EXPECT_THROW(parser.add_option("steps_per_print", &value, "twice"), std::invalid_argument);
+}
+
+TEST(ArgumentParserTest, FailedParseLeavesArgumentsUnchanged) {
+  ArgumentParser parser("test");
+  TrainingArguments args;
+  args.seed = 123;
+  EXPECT_THROW(run_parse(parser, {"--seed", "1", "--warmup_ratio", "2"}, args), ArgumentError);
+  EXPECT_EQ(args.seed, 123);
+  EXPECT_FALSE(args.run_name.has_value());
+}
+
+// ---- --help ------------------------------------------------------------------------------------
+
+TEST(ArgumentParserTest, HelpListsEveryFlagWithDefaultAndHelp) {
+  ArgumentParser parser("Trains a toy model.");
+  AppFlags flags;
+  add_app_flags(parser, flags);
+  const std::string help = parser.help();
+  const json fields = to_json(TrainingArguments{});
+  for (const auto& [name, value] : fields.items()) {
+    EXPECT_NE(help.find("  --" + name + " "), std::string::npos) << name;
+  }
+  EXPECT_EQ(help.rfind("Trains a toy model.", 0), 0u);
+  EXPECT_NE(help.find("--learning_rate FLOAT  (default: 5e-05)"), std::string::npos);
+  EXPECT_NE(help.find("--eval_strategy {no,steps,epoch}  (default: no)"), std::string::npos);
+  // Help paragraphs are wrapped: compare them with whitespace runs collapsed.
+  std::string flat;
+  for (const char c : help) {
+    const bool space = c == ' ' || c == '\n';
+    if (!space || (!flat.empty() && flat.back() != ' ')) flat += space ? ' ' : c;
+  }
+  EXPECT_NE(flat.find("Alias: --evaluation_strategy."), std::string::npos);
+  EXPECT_NE(flat.find("Alias: --no_cuda."), std::string::npos);
+  EXPECT_NE(flat.find("Disable with --no_dataloader_pin_memory."), std::string::npos);
+  EXPECT_NE(flat.find("--lr_scheduler_type CHOICE (default: linear) Learning-rate schedule. "
+                      "Choices: linear, cosine, cosine_with_restarts, polynomial, constant, "
+                      "constant_with_warmup, inverse_sqrt."),
+            std::string::npos);
+  EXPECT_NE(help.find("--report_to STR [STR ...]  (default: none)"), std::string::npos);
+  EXPECT_NE(help.find("--run_name STR  (default: None)"), std::string::npos);
+  EXPECT_NE(help.find("--config FILE.json"), std::string::npos);
+  // Application flags come after the TrainingArguments flags, with their defaults.
+  const size_t app = help.find("\napplication:\n");
+  ASSERT_NE(app, std::string::npos);
+  EXPECT_GT(app, help.find("--deepspeed"));
+  EXPECT_NE(help.find("--num_examples INT  (default: 100)", app), std::string::npos);
+  EXPECT_NE(help.find("--noise FLOAT  (default: 0.5)", app), std::string::npos);
+  EXPECT_NE(help.find("--dataset STR  (default: toy)", app), std::string::npos);
+  EXPECT_NE(help.find("--shuffle [BOOL]  (default: true)", app), std::string::npos);
+  EXPECT_NE(help.find("Number of synthetic examples.", app), std::string::npos);
+  for (const OptionSpec& spec : training_args_options()) {
+    EXPECT_NE(flat.find(spec.help), std::string::npos) << spec.name;
+  }
+  for (size_t start = 0, end; start < help.size(); start = end + 1) {
+    end = help.find('\n', start);
+    if (end == std::string::npos) end = help.size();
+    EXPECT_LE(end - start, 100u) << help.substr(start, end - start);
+  }
+}
+
+TEST(ArgumentParserTest, HelpFlagPrintsHelpAndReturnsFalse) {
+  for (const std::string flag : {"--help", "-h"}) {
+    ArgumentParser parser("desc");
+    TrainingArguments args;
+    testing::internal::CaptureStdout();
+    // --help wins over an unknown flag and leaves the arguments untouched.
+    const bool parsed = run_parse(parser, {"--seed", "5", "--bogus", flag}, args);
+    const std::string out = testing::internal::GetCapturedStdout();
+    EXPECT_FALSE(parsed);
+    EXPECT_EQ(out, parser.help());
+    EXPECT_NE(out.find("usage: prog "), std::string::npos);
+    EXPECT_EQ(args.seed, 42);
+  }
+}
+
+TEST(ArgumentParserDeathTest, ParseArgsOrExit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto run = [](std::vector<std::string> tokens) {
+    tokens.insert(tokens.begin(), "prog");
+    std::vector<char*> argv;
+    for (std::string& t : tokens) argv.push_back(t.data());
+    ArgumentParser parser("desc");
+    parse_args_or_exit(parser, static_cast<int>(argv.size()), argv.data());
+    std::exit(7);  // reached only when parsing succeeded
+  };
+  EXPECT_EXIT(run({"--bogus"}), testing::ExitedWithCode(2), "error: unknown flag --bogus");
+  EXPECT_EXIT(run({"--fp16"}), testing::ExitedWithCode(2), "error: not supported yet: --fp16");
+  EXPECT_EXIT(run({"--help"}), testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(run({"--seed", "3"}), testing::ExitedWithCode(7), "");
+}
+
+}  // namespace
+}  // namespace ctrainer

@@ -1,0 +1,68 @@
+#include <ctrainer/trainer/data/data_loader.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <typeinfo>
+
+#include <ctrainer/trainer/errors.h>
+
+namespace ctrainer {
+
+DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, std::shared_ptr<Sampler> sampler,
+                       DataLoaderOptions options, std::shared_ptr<DataCollator> collator)
+    : dataset_(std::move(dataset)),
+      sampler_(std::move(sampler)),
+      options_(options),
+      collator_(std::move(collator)) {
+  if (!dataset_) throw ArgumentError("DataLoader needs a dataset");
+  if (!sampler_) throw ArgumentError("DataLoader needs a sampler");
+  if (options_.batch_size < 1)
+    throw ArgumentError("DataLoader batch_size must be >= 1, got " +
+                        std::to_string(options_.batch_size));
+  if (!collator_) collator_ = std::make_shared<DefaultDataCollator>();
+  // Only the plain stacking collator may be replaced by the dataset's one-gather fast path.
+  const DataCollator& collator_ref = *collator_;
+  default_collator_ = typeid(collator_ref) == typeid(DefaultDataCollator);
+  set_epoch(0);
+}
+
+int64_t DataLoader::num_batches() const {
+  const int64_t n = sampler_->size();
+  return options_.drop_last ? n / options_.batch_size
+                            : (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+void DataLoader::set_epoch(int64_t epoch) {
+  if (epoch == epoch_) return;
+  epoch_ = epoch;
+  order_ = sampler_->indices(epoch);
+}
+
+int64_t DataLoader::batch_num_examples(int64_t index) const {
+  const int64_t begin = index * options_.batch_size;
+  return std::min<int64_t>(options_.batch_size, static_cast<int64_t>(order_.size()) - begin);
+}
+
+Batch DataLoader::batch(int64_t index) const {
+  if (index < 0 || index >= num_batches())
+    throw std::out_of_range("batch index " + std::to_string(index) + " out of range [0, " +
+                            std::to_string(num_batches()) + ")");
+  const int64_t begin = index * options_.batch_size;
+  const int64_t count = batch_num_examples(index);
+  std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + begin + count);
+
+  std::optional<Batch> out;
+  if (default_collator_) out = dataset_->get_stacked(indices);
+  if (!out) {
+    std::vector<Example> examples;
+    examples.reserve(indices.size());
+    for (int64_t i : indices) examples.push_back(dataset_->get(i));
+    out = (*collator_)(examples);
+  }
+#ifdef CTRAINER_WITH_CUDA
+  if (options_.pin_memory) return out->pinned();
+#endif
+  return std::move(*out);
+}
+
+}  // namespace ctrainer

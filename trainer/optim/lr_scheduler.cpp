@@ -1,0 +1,241 @@
+#include <ctrainer/trainer/optim/lr_scheduler.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/trainer/errors.h>
+
+namespace ctrainer {
+namespace {
+
+// HF's defaults for the schedules that take extra arguments (optimization.py).
+constexpr double kCosineCycles = 0.5;
+constexpr int64_t kHardRestartCycles = 1;
+constexpr double kPolynomialLrEnd = 1e-7;
+constexpr double kPolynomialPower = 1.0;
+constexpr int64_t kInverseSqrtDefaultTimescale = 10000;
+
+std::string joined_names() {
+  std::string out;
+  for (const auto& n : scheduler_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Every schedule but "constant" starts with the same linear warm-up; the caller checks
+// step < num_warmup_steps first. Written as HF does: float(step) / float(max(1, warmup)).
+double warmup(int64_t step, int64_t num_warmup_steps) {
+  return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, num_warmup_steps));
+}
+
+// Each function below mirrors one HF `_get_*_lr_lambda`, keeping HF's operation order so the
+// results are bit-identical to Python's floats.
+
+double linear(int64_t step, int64_t warm, int64_t total) {
+  if (step < warm) return warmup(step, warm);
+  return std::max(0.0, static_cast<double>(total - step) /
+                           static_cast<double>(std::max<int64_t>(1, total - warm)));
+}
+
+double cosine(int64_t step, int64_t warm, int64_t total) {
+  if (step < warm) return warmup(step, warm);
+  const double progress =
+      static_cast<double>(step - warm) / static_cast<double>(std::max<int64_t>(1, total - warm));
+  // HF applies no clamp to progress: past the end the cosine rises again (max(0, .) only
+  // guards rounding); the Trainer never steps past num_training_steps.
+  return std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * kCosineCycles * 2.0 * progress)));
+}
+
+double cosine_with_restarts(int64_t step, int64_t warm, int64_t total) {
+  if (step < warm) return warmup(step, warm);
+  const double progress =
+      static_cast<double>(step - warm) / static_cast<double>(std::max<int64_t>(1, total - warm));
+  if (progress >= 1.0) return 0.0;
+  // Python's `%` equals fmod for the non-negative operands seen here.
+  const double phase = std::fmod(static_cast<double>(kHardRestartCycles) * progress, 1.0);
+  return std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * phase)));
+}
+
+double polynomial(int64_t step, int64_t warm, int64_t total, double lr_init) {
+  if (step < warm) return warmup(step, warm);
+  if (step > total) return kPolynomialLrEnd / lr_init;  // LambdaLR multiplies by lr_init
+  const double lr_range = lr_init - kPolynomialLrEnd;
+  const int64_t decay_steps = total - warm;
+  // HF divides by zero here (ZeroDivisionError) when warm == total == step; the decay is over
+  // at that point, so return the end value instead of failing.
+  if (decay_steps == 0) return kPolynomialLrEnd / lr_init;
+  const double pct_remaining =
+      1.0 - static_cast<double>(step - warm) / static_cast<double>(decay_steps);
+  const double decay = lr_range * std::pow(pct_remaining, kPolynomialPower) + kPolynomialLrEnd;
+  return decay / lr_init;
+}
+
+double constant_with_warmup(int64_t step, int64_t warm) {
+  if (step < warm) return warmup(step, warm);
+  return 1.0;
+}
+
+double inverse_sqrt(int64_t step, int64_t warm) {
+  if (step < warm) return warmup(step, warm);
+  const int64_t timescale = warm != 0 ? warm : kInverseSqrtDefaultTimescale;
+  const int64_t shift = timescale - warm;
+  return 1.0 / std::sqrt(static_cast<double>(step + shift) / static_cast<double>(timescale));
+}
+
+void check_known(const std::string& name) {
+  const auto& names = scheduler_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw ArgumentError("--lr_scheduler_type: unknown learning-rate schedule '" + name +
+                        "'; valid values: " + joined_names());
+  }
+}
+
+void check_steps(const std::string& name, int64_t num_warmup_steps, int64_t num_training_steps) {
+  if (num_warmup_steps < 0) {
+    throw ArgumentError("lr schedule '" + name + "': num_warmup_steps must be >= 0, got " +
+                        std::to_string(num_warmup_steps) + " (check --warmup_steps)");
+  }
+  if (num_training_steps < 0) {
+    throw ArgumentError("lr schedule '" + name + "': num_training_steps must be >= 0, got " +
+                        std::to_string(num_training_steps) + " (check --max_steps)");
+  }
+}
+
+void check_polynomial_lr(double lr_init) {
+  // HF: `if not (lr_init > lr_end): raise ValueError(...)`.
+  if (!(lr_init > kPolynomialLrEnd)) {
+    std::ostringstream msg;
+    msg << "lr schedule 'polynomial': lr_end (" << kPolynomialLrEnd
+        << ") must be smaller than the initial lr (" << lr_init << "); raise --learning_rate";
+    throw ArgumentError(msg.str());
+  }
+}
+
+// The lambda of schedule `name` with its arguments bound; the name and arguments are checked.
+LRScheduler::LrLambda make_lambda(const std::string& name, int64_t warm, int64_t total,
+                                  double lr_init) {
+  check_known(name);
+  check_steps(name, warm, total);
+  if (name == "linear") return [=](int64_t s) { return linear(s, warm, total); };
+  if (name == "cosine") return [=](int64_t s) { return cosine(s, warm, total); };
+  if (name == "cosine_with_restarts") {
+    return [=](int64_t s) { return cosine_with_restarts(s, warm, total); };
+  }
+  if (name == "polynomial") {
+    check_polynomial_lr(lr_init);
+    return [=](int64_t s) { return polynomial(s, warm, total, lr_init); };
+  }
+  if (name == "constant") return [](int64_t) { return 1.0; };
+  if (name == "constant_with_warmup") {
+    return [=](int64_t s) { return constant_with_warmup(s, warm); };
+  }
+  return [=](int64_t s) { return inverse_sqrt(s, warm); };  // inverse_sqrt
+}
+
+}  // namespace
+
+// ---- LRScheduler --------------------------------------------------------------------------
+
+LRScheduler::LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer, LrLambda lr_lambda)
+    : optimizer_(std::move(optimizer)), lr_lambda_(std::move(lr_lambda)) {
+  if (!optimizer_) throw ArgumentError("LRScheduler: the optimizer is null");
+  if (!lr_lambda_) throw ArgumentError("LRScheduler: the lr lambda is empty");
+  auto& groups = optimizer_->param_groups();
+  if (groups.empty()) throw ArgumentError("LRScheduler: the optimizer has no param groups");
+  base_lrs_.reserve(groups.size());
+  for (auto& group : groups) base_lrs_.push_back(group.options().get_lr());
+  apply_lrs();  // LambdaLR's initial step: last_epoch 0
+}
+
+void LRScheduler::apply_lrs() {
+  auto& groups = optimizer_->param_groups();
+  last_lr_.resize(groups.size());
+  const double factor = lr_lambda_(last_epoch_);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    last_lr_[i] = base_lrs_[i] * factor;
+    groups[i].options().set_lr(last_lr_[i]);
+  }
+}
+
+void LRScheduler::step() {
+  ++last_epoch_;
+  apply_lrs();
+}
+
+nlohmann::json LRScheduler::state_dict() const {
+  return nlohmann::json{
+      {"last_epoch", last_epoch_}, {"base_lrs", base_lrs_}, {"last_lr", last_lr_}};
+}
+
+void LRScheduler::load_state_dict(const nlohmann::json& state) {
+  const std::string where = "lr scheduler state";
+  if (!state.is_object()) throw ArgumentError(where + ": expected a JSON object");
+  if (!state.contains("last_epoch") || !state["last_epoch"].is_number_integer()) {
+    throw ArgumentError(where + ": 'last_epoch' is missing or not an integer");
+  }
+  const auto last_epoch = state["last_epoch"].get<int64_t>();
+  if (last_epoch < 0) {
+    throw ArgumentError(where + ": 'last_epoch' must be >= 0, got " + std::to_string(last_epoch));
+  }
+  if (!state.contains("base_lrs") || !state["base_lrs"].is_array()) {
+    throw ArgumentError(where + ": 'base_lrs' is missing or not an array");
+  }
+  std::vector<double> base_lrs;
+  for (const auto& v : state["base_lrs"]) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0.0) {
+      throw ArgumentError(where + ": 'base_lrs' holds " + v.dump() +
+                          "; every entry must be a finite number >= 0");
+    }
+    base_lrs.push_back(v.get<double>());
+  }
+  const size_t groups = optimizer_->param_groups().size();
+  if (base_lrs.size() != groups) {
+    throw ArgumentError(
+        where + ": 'base_lrs' has " + std::to_string(base_lrs.size()) +
+        " entries but the optimizer has " + std::to_string(groups) +
+        " param groups; the checkpoint was written for a different optimizer setup");
+  }
+  last_epoch_ = last_epoch;
+  base_lrs_ = std::move(base_lrs);
+  apply_lrs();
+}
+
+// ---- factories ----------------------------------------------------------------------------
+
+const std::vector<std::string>& scheduler_names() {
+  static const std::vector<std::string> names = {"linear",      "cosine",   "cosine_with_restarts",
+                                                 "polynomial",  "constant", "constant_with_warmup",
+                                                 "inverse_sqrt"};
+  return names;
+}
+
+double schedule_multiplier(const std::string& name, int64_t step, int64_t num_warmup_steps,
+                           int64_t num_training_steps, double initial_lr) {
+  if (step < 0) {
+    throw ArgumentError("lr schedule '" + name + "': step must be >= 0, got " +
+                        std::to_string(step));
+  }
+  return make_lambda(name, num_warmup_steps, num_training_steps, initial_lr)(step);
+}
+
+std::shared_ptr<LRScheduler> get_scheduler(const std::string& name,
+                                           std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                           int64_t num_warmup_steps, int64_t num_training_steps) {
+  if (!optimizer) throw ArgumentError("get_scheduler: the optimizer is null");
+  // HF reads optimizer.defaults["lr"], the lr given to the optimizer's constructor.
+  const double lr_init = optimizer->defaults().get_lr();
+  return std::make_shared<LRScheduler>(
+      std::move(optimizer), make_lambda(name, num_warmup_steps, num_training_steps, lr_init));
+}
+
+int64_t get_warmup_steps(const TrainingArguments& args, int64_t num_training_steps) {
+  if (args.warmup_steps > 0) return args.warmup_steps;
+  return static_cast<int64_t>(
+      std::ceil(static_cast<double>(num_training_steps) * args.warmup_ratio));
+}
+
+}  // namespace ctrainer

@@ -1,0 +1,96 @@
+#pragma once
+/// \file Learning-rate schedules with Hugging Face's exact formulas (transformers/optimization.py)
+/// and a LambdaLR-style scheduler that applies them to a torch::optim::Optimizer's param groups.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/optim/optimizer.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include <ctrainer/trainer/training_args.h>
+
+namespace ctrainer {
+
+/// Equivalent of torch.optim.lr_scheduler.LambdaLR: each param group's lr is
+/// `base_lr * lr_lambda(last_epoch)`, where base_lr is the group's lr at construction.
+/// Like LambdaLR (constructed with last_epoch=-1), construction performs the initial step:
+/// last_epoch() is 0 and every group's lr is already base_lr * lr_lambda(0).
+class LRScheduler {
+ public:
+  /// Multiplier of the base lr as a function of the step count.
+  using LrLambda = std::function<double(int64_t step)>;
+
+  /// Throws ArgumentError when `optimizer` is null or has no param groups, or `lr_lambda` is empty.
+  LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer, LrLambda lr_lambda);
+
+  /// Advances one step: last_epoch += 1, then each group's lr = base_lr * lr_lambda(last_epoch).
+  void step();
+
+  /// The lr of each param group as last set by this scheduler.
+  std::vector<double> get_last_lr() const { return last_lr_; }
+  /// Number of step() calls since construction (or the restored value after load_state_dict).
+  int64_t last_epoch() const { return last_epoch_; }
+  /// The lr of each param group captured at construction.
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+  /// The multiplier at `step` (no side effects).
+  double multiplier(int64_t step) const { return lr_lambda_(step); }
+  const std::shared_ptr<torch::optim::Optimizer>& optimizer() const { return optimizer_; }
+
+  /// {"last_epoch": int, "base_lrs": [double...], "last_lr": [double...]} (the lambda itself is
+  /// code, not state, as in torch where plain functions are not saved).
+  nlohmann::json state_dict() const;
+  /// Restores last_epoch and base_lrs and re-applies base_lr * lr_lambda(last_epoch) to every
+  /// param group, so the optimizer's lrs match the restored position even when the optimizer
+  /// state was not loaded. Throws ArgumentError (naming the key) on a missing or ill-typed key, a
+  /// negative last_epoch, a non-finite or negative base lr, or a base_lrs length that differs
+  /// from the optimizer's number of param groups. Nothing is modified when it throws.
+  void load_state_dict(const nlohmann::json& state);
+
+ private:
+  void apply_lrs();
+
+  std::shared_ptr<torch::optim::Optimizer> optimizer_;
+  LrLambda lr_lambda_;
+  std::vector<double> base_lrs_;
+  std::vector<double> last_lr_;
+  int64_t last_epoch_ = 0;
+};
+
+/// The schedule names accepted by get_scheduler / schedule_multiplier (HF's SchedulerType values
+/// that ctrainer implements): linear, cosine, cosine_with_restarts, polynomial, constant,
+/// constant_with_warmup, inverse_sqrt.
+const std::vector<std::string>& scheduler_names();
+
+/// The lr multiplier of schedule `name` at `step`, exactly as HF's lr lambdas compute it:
+/// - linear: warm-up, then linear decay to 0 at num_training_steps.
+/// - cosine: warm-up, then half a cosine wave (num_cycles = 0.5) down to 0.
+/// - cosine_with_restarts: warm-up, then one hard-restart cosine cycle (num_cycles = 1); 0 from
+///   num_training_steps on.
+/// - polynomial: warm-up, then (lr_init - lr_end) * remaining^power + lr_end over lr_init, with
+///   lr_end = 1e-7 and power = 1.0; lr_end / lr_init past num_training_steps. `initial_lr` is
+///   lr_init (HF: optimizer.defaults["lr"]); only this schedule uses it.
+/// - constant: 1. constant_with_warmup: warm-up, then 1.
+/// - inverse_sqrt: warm-up, then 1 / sqrt((step + timescale - warmup) / timescale) with
+///   timescale = num_warmup_steps, or 10000 when that is 0.
+/// Warm-up is step / max(1, num_warmup_steps) for step < num_warmup_steps.
+/// Throws ArgumentError for an unknown name (listing the valid ones), for polynomial when
+/// initial_lr <= lr_end, and for negative step counts.
+double schedule_multiplier(const std::string& name, int64_t step, int64_t num_warmup_steps,
+                           int64_t num_training_steps, double initial_lr);
+
+/// HF's get_scheduler: an LRScheduler for schedule `name` (see schedule_multiplier). Polynomial
+/// takes lr_init from the optimizer's defaults() lr, like HF, and raises ArgumentError when it
+/// is not larger than lr_end (1e-7). Throws ArgumentError for an unknown name (listing the valid
+/// names) or negative step counts.
+std::shared_ptr<LRScheduler> get_scheduler(const std::string& name,
+                                           std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                           int64_t num_warmup_steps, int64_t num_training_steps);
+
+/// HF's TrainingArguments.get_warmup_steps: warmup_steps when > 0, else
+/// ceil(num_training_steps * warmup_ratio).
+int64_t get_warmup_steps(const TrainingArguments& args, int64_t num_training_steps);
+
+}  // namespace ctrainer

@@ -1,0 +1,499 @@
+#include <ctrainer/trainer/trainer.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
+
+#include <ctrainer/trainer/callbacks/default_flow_callback.h>
+#include <ctrainer/trainer/callbacks/log_file_callback.h>
+#include <ctrainer/trainer/callbacks/progress_callback.h>
+#include <ctrainer/trainer/cpu_runtime.h>
+#include <ctrainer/trainer/device.h>
+#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/label_smoother.h>
+#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/optim/lr_scheduler.h>
+#include <ctrainer/trainer/optim/optimizer_factory.h>
+#include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/speed_metrics.h>
+#include <ctrainer/trainer/tensor_concat.h>
+#include <ctrainer/integrations/report_to.h>
+
+namespace ctrainer {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// HF: a logging/eval/save interval below 1 is a ratio of the total steps.
+int64_t resolve_interval(double value, int64_t max_steps) {
+  if (value < 1) return static_cast<int64_t>(std::ceil(static_cast<double>(max_steps) * value));
+  return static_cast<int64_t>(value);
+}
+
+nlohmann::json metrics_to_json(const Metrics& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : metrics) out[k] = v;
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerComponents components)
+    : model_(std::move(model)), args_(std::move(args)), components_(std::move(components)) {
+  if (!model_) throw ArgumentError("Trainer needs a model");
+  args_.validate();
+  process_ = ProcessInfo::from_environment();
+  logging::setup(args_, process_);
+  if (process_.world_size > 1)
+    throw NotSupportedYet("nproc_per_node",
+                          "multi-process training (WORLD_SIZE=" + std::to_string(process_.world_size) +
+                              ") lands with the distributed strategies; run one process");
+  configure_intra_op_threads(process_.local_world_size);
+  warn_if_reference_blas();
+  if (args_.full_determinism)
+    enable_full_determinism(args_.seed);
+  else
+    set_seed(args_.seed);
+
+  device_ = select_device(args_, process_.local_rank);
+  strategy_ = std::make_unique<SingleDeviceStrategy>();
+  strategy_->setup(*model_, device_);
+
+  state_.is_local_process_zero = process_.is_local_process_zero();
+  state_.is_world_process_zero = process_.is_world_process_zero();
+
+  // HF order: flow control, integrations, the user's callbacks, then console output.
+  callbacks_.add(std::make_shared<DefaultFlowCallback>());
+  callbacks_.add(std::make_shared<LogFileCallback>());
+  for (auto& cb : report_to_callbacks(args_)) callbacks_.add(std::move(cb));
+  for (auto& cb : components_.callbacks) callbacks_.add(cb);
+  if (args_.disable_tqdm)
+    callbacks_.add(std::make_shared<PrinterCallback>());
+  else
+    callbacks_.add(std::make_shared<ProgressCallback>());
+  fire(&TrainerCallback::on_init_end);
+}
+
+Trainer::~Trainer() = default;
+
+template <typename Event>
+void Trainer::fire(Event event, const Metrics* metrics, const nlohmann::json* logs) {
+  CallbackContext ctx;
+  ctx.model = model_.get();
+  ctx.optimizer = optimizer_.get();
+  ctx.lr_scheduler = lr_scheduler_.get();
+  ctx.train_dataloader = train_dataloader_.get();
+  ctx.metrics = metrics;
+  ctx.logs = logs;
+  callbacks_.call(event, args_, state_, control_, ctx);
+}
+
+void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
+  callbacks_.add(std::move(callback));
+}
+
+std::shared_ptr<TrainerCallback> Trainer::pop_callback(const std::string& name) {
+  return callbacks_.pop(name);
+}
+
+// ---- data ------------------------------------------------------------------------------------
+
+std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
+  if (!components_.train_dataset) throw ArgumentError("Trainer: training requires a train_dataset");
+  auto& ds = components_.train_dataset;
+  DataLoaderOptions opts{args_.per_device_train_batch_size, args_.dataloader_drop_last,
+                         args_.dataloader_pin_memory && device_.is_cuda()};
+  return std::make_shared<DataLoader>(ds, std::make_shared<RandomSampler>(ds->size(), args_.sampler_seed()),
+                                      opts, components_.data_collator);
+}
+
+std::shared_ptr<DataLoader> Trainer::get_eval_dataloader(std::shared_ptr<Dataset> eval_dataset) {
+  if (!eval_dataset) eval_dataset = components_.eval_dataset;
+  if (!eval_dataset) throw ArgumentError("Trainer: evaluation requires an eval_dataset");
+  DataLoaderOptions opts{args_.per_device_eval_batch_size, args_.dataloader_drop_last,
+                         args_.dataloader_pin_memory && device_.is_cuda()};
+  return std::make_shared<DataLoader>(eval_dataset,
+                                      std::make_shared<SequentialSampler>(eval_dataset->size()), opts,
+                                      components_.data_collator);
+}
+
+std::shared_ptr<DataLoader> Trainer::get_test_dataloader(std::shared_ptr<Dataset> test_dataset) {
+  if (!test_dataset) throw ArgumentError("Trainer::predict needs a test_dataset");
+  return get_eval_dataloader(std::move(test_dataset));
+}
+
+// ---- optimizer and scheduler -------------------------------------------------------------------
+
+std::shared_ptr<torch::optim::Optimizer> Trainer::create_optimizer() {
+  if (!optimizer_) optimizer_ = components_.optimizer ? components_.optimizer
+                                                      : ctrainer::create_optimizer(args_, *model_);
+  return optimizer_;
+}
+
+std::shared_ptr<LRScheduler> Trainer::create_scheduler(
+    int64_t num_training_steps, std::shared_ptr<torch::optim::Optimizer> optimizer) {
+  if (!lr_scheduler_) {
+    if (components_.lr_scheduler) {
+      lr_scheduler_ = components_.lr_scheduler;
+    } else {
+      if (!optimizer) optimizer = optimizer_;
+      lr_scheduler_ = get_scheduler(args_.lr_scheduler_type, optimizer,
+                                    get_warmup_steps(args_, num_training_steps), num_training_steps);
+    }
+  }
+  return lr_scheduler_;
+}
+
+void Trainer::create_optimizer_and_scheduler(int64_t num_training_steps) {
+  create_optimizer();
+  create_scheduler(num_training_steps, optimizer_);
+}
+
+double Trainer::learning_rate() const {
+  if (!lr_scheduler_) return args_.learning_rate;
+  auto lrs = lr_scheduler_->get_last_lr();
+  return lrs.empty() ? 0.0 : lrs.front();
+}
+
+// ---- one step ----------------------------------------------------------------------------------
+
+LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*return_outputs*/,
+                                     std::optional<int64_t> /*num_items_in_batch*/) {
+  if (args_.label_smoothing_factor != 0 && inputs.contains("labels")) {
+    Batch without_labels = inputs;
+    without_labels.erase("labels");
+    ModelOutput out = model.forward(without_labels);
+    at::Tensor loss = label_smoothed_loss(out.logits, inputs.at("labels"), args_.label_smoothing_factor);
+    return {loss, std::move(out)};
+  }
+  ModelOutput out = model.forward(inputs);
+  if (!out.loss.defined()) {
+    std::string keys;
+    for (const auto& k : inputs.keys()) keys += (keys.empty() ? "" : ", ") + k;
+    throw std::runtime_error("the model did not return a loss for a batch with keys [" + keys +
+                             "]: make forward() compute it when labels are given, or override "
+                             "Trainer::compute_loss");
+  }
+  at::Tensor loss = out.loss;
+  return {loss, std::move(out)};
+}
+
+void Trainer::backward(const at::Tensor& loss) { strategy_->backward(loss, sync_gradients_); }
+
+at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
+                                  std::optional<int64_t> num_items_in_batch) {
+  model.train();
+  Batch on_device = inputs.to(device_);
+  at::Tensor loss = compute_loss(model, on_device, false, num_items_in_batch).loss;
+  // compute_loss returns the batch mean; weighting it by the batch's share of the window makes
+  // the summed gradient the mean over all of the window's examples, even for a short window.
+  if (num_items_in_batch && *num_items_in_batch > 0)
+    loss = loss * (static_cast<double>(on_device.size()) / static_cast<double>(*num_items_in_batch));
+  backward(loss);
+  return loss.detach();
+}
+
+PredictionStepOutput Trainer::prediction_step(Model& model, const Batch& inputs,
+                                              bool prediction_loss_only) {
+  torch::NoGradGuard no_grad;
+  Batch on_device = inputs.to(device_);
+  const auto label_keys = args_.label_keys();
+  bool has_labels = !label_keys.empty();
+  for (const auto& k : label_keys) has_labels = has_labels && on_device.contains(k);
+
+  PredictionStepOutput out;
+  ModelOutput outputs;
+  if (has_labels) {
+    auto loss_and_outputs = compute_loss(model, on_device, true);
+    out.loss = loss_and_outputs.loss.mean().detach();
+    outputs = std::move(loss_and_outputs.outputs);
+  } else {
+    outputs = model.forward(on_device);
+  }
+  if (prediction_loss_only) return out;
+  out.logits = outputs.logits.defined() ? outputs.logits.detach() : at::Tensor();
+  if (has_labels) {
+    if (label_keys.size() == 1) {
+      out.labels = on_device.at(label_keys.front());
+    } else {
+      std::vector<at::Tensor> parts;
+      for (const auto& k : label_keys) parts.push_back(on_device.at(k));
+      out.labels = at::stack(parts, 1);
+    }
+  }
+  return out;
+}
+
+// ---- logging -----------------------------------------------------------------------------------
+
+void Trainer::log(nlohmann::json logs) {
+  if (state_.epoch) logs["epoch"] = *state_.epoch;
+  nlohmann::json entry = logs;
+  entry["step"] = state_.global_step;
+  state_.log_history.push_back(entry);
+  fire(&TrainerCallback::on_log, nullptr, &logs);
+}
+
+void Trainer::write_training_args() const {
+  if (!process_.is_world_process_zero()) return;
+  std::filesystem::create_directories(args_.output_dir);
+  const auto path = std::filesystem::path(args_.output_dir) / "training_args.json";
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path.string() + ": check --output_dir");
+  out << to_json(args_).dump(2) << '\n';
+}
+
+void Trainer::maybe_log_save_evaluate() {
+  if (control_.should_log && state_.global_step > globalstep_last_logged_) {
+    // The only host synchronisations of the loop happen here, at logging steps.
+    const double tr_loss = strategy_->mean_across_processes(tr_loss_).item<double>();
+    tr_loss_.zero_();
+    nlohmann::json logs;
+    logs["loss"] = tr_loss / static_cast<double>(state_.global_step - globalstep_last_logged_);
+    if (grad_norm_.defined()) logs["grad_norm"] = grad_norm_.item<double>();
+    logs["learning_rate"] = learning_rate();
+    total_loss_scalar_ += tr_loss;
+    globalstep_last_logged_ = state_.global_step;
+    log(std::move(logs));
+  }
+  if (control_.should_evaluate) {
+    Metrics metrics = evaluate();
+    update_best_metric(metrics);
+  }
+  if (control_.should_save) {
+    // Only a user callback can request this: save_strategy != "no" is refused by validate().
+    logging::logger()->error(
+        "a callback set control.should_save at step {}, but checkpoint saving is not supported "
+        "yet; no checkpoint was written",
+        state_.global_step);
+    control_.should_save = false;
+  }
+}
+
+void Trainer::update_best_metric(const Metrics& metrics) {
+  if (!args_.metric_for_best_model) return;
+  std::string key = *args_.metric_for_best_model;
+  if (key.rfind("eval_", 0) != 0) key = "eval_" + key;
+  auto it = metrics.find(key);
+  if (it == metrics.end()) {
+    std::string present;
+    for (const auto& [k, v] : metrics) present += (present.empty() ? "" : ", ") + k;
+    throw ArgumentError("--metric_for_best_model " + *args_.metric_for_best_model + ": the metric " +
+                        key + " was not produced by evaluation (available: " + present + ")");
+  }
+  const bool greater = args_.greater_is_better.value_or(false);
+  if (!state_.best_metric || (greater ? it->second > *state_.best_metric : it->second < *state_.best_metric)) {
+    state_.best_metric = it->second;
+    state_.best_global_step = state_.global_step;
+  }
+}
+
+// ---- training loop -----------------------------------------------------------------------------
+
+TrainOutput Trainer::train() {
+  const auto start = std::chrono::steady_clock::now();
+  train_dataloader_ = get_train_dataloader();
+  DataLoader& loader = *train_dataloader_;
+  const int64_t len_dataloader = loader.num_batches();
+  if (len_dataloader == 0)
+    throw ArgumentError("the train dataset yields no batch (" + std::to_string(loader.dataset().size()) +
+                        " examples, --per_device_train_batch_size " +
+                        std::to_string(args_.per_device_train_batch_size) +
+                        (args_.dataloader_drop_last ? ", --dataloader_drop_last" : "") + ")");
+  const int64_t ga = args_.gradient_accumulation_steps;
+  // A short last window still makes an optimizer step, so an epoch has ceil(batches / ga) updates.
+  const int64_t updates_per_epoch = std::max<int64_t>(ceil_div(len_dataloader, ga), 1);
+  int64_t max_steps = 0;
+  int64_t num_train_epochs = 0;
+  double num_train_samples = 0;
+  const int64_t total_train_batch_size =
+      args_.per_device_train_batch_size * ga * strategy_->world_size();
+  if (args_.max_steps > 0) {
+    max_steps = args_.max_steps;
+    num_train_epochs = ceil_div(max_steps, updates_per_epoch);
+    num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
+  } else {
+    max_steps = static_cast<int64_t>(std::ceil(args_.num_train_epochs * updates_per_epoch));
+    num_train_epochs = static_cast<int64_t>(std::ceil(args_.num_train_epochs));
+    num_train_samples = static_cast<double>(loader.dataset().size()) * args_.num_train_epochs;
+  }
+
+  state_ = TrainerState();
+  state_.is_local_process_zero = process_.is_local_process_zero();
+  state_.is_world_process_zero = process_.is_world_process_zero();
+  state_.max_steps = max_steps;
+  state_.num_train_epochs = num_train_epochs;
+  state_.train_batch_size = args_.per_device_train_batch_size;
+  state_.logging_steps = resolve_interval(args_.logging_steps, max_steps);
+  state_.eval_steps = resolve_interval(args_.eval_steps.value_or(args_.logging_steps), max_steps);
+  state_.save_steps = resolve_interval(args_.save_steps, max_steps);
+
+  create_optimizer_and_scheduler(max_steps);
+  write_training_args();
+
+  auto log = logging::logger();
+  log->info("***** Running training *****");
+  log->info("  Num examples = {}", loader.dataset().size());
+  log->info("  Num Epochs = {}", num_train_epochs);
+  log->info("  Instantaneous batch size per device = {}", args_.per_device_train_batch_size);
+  log->info("  Total train batch size (w. parallel, distributed & accumulation) = {}",
+            total_train_batch_size);
+  log->info("  Gradient Accumulation steps = {}", ga);
+  log->info("  Total optimization steps = {}", max_steps);
+  int64_t trainable = 0;
+  for (const auto& p : model_->parameters())
+    if (p.requires_grad()) trainable += p.numel();
+  log->info("  Number of trainable parameters = {}", trainable);
+
+  tr_loss_ = at::zeros({}, at::TensorOptions().device(device_).dtype(at::kFloat));
+  grad_norm_ = at::Tensor();
+  total_loss_scalar_ = 0;
+  globalstep_last_logged_ = 0;
+  strategy_->zero_grad(*model_);
+  state_.epoch = 0.0;
+  control_.new_training();
+  fire(&TrainerCallback::on_train_begin);
+
+  for (int64_t epoch = 0; epoch < num_train_epochs; ++epoch) {
+    loader.set_epoch(epoch);
+    const int64_t steps_in_epoch = len_dataloader;
+    control_.new_epoch();
+    fire(&TrainerCallback::on_epoch_begin);
+    const int64_t total_updates = ceil_div(steps_in_epoch, ga);
+    int64_t step = -1;
+    for (int64_t update = 0; update < total_updates && !control_.should_epoch_stop &&
+                             !control_.should_training_stop;
+         ++update) {
+      // The whole window is fetched first (HF's get_batch_samples) so that each micro-batch's
+      // loss can be weighted by its share of the window's examples.
+      const int64_t first = update * ga;
+      const int64_t window_size = std::min(ga, steps_in_epoch - first);
+      std::vector<Batch> window;
+      int64_t window_items = 0;
+      for (int64_t i = 0; i < window_size; ++i) {
+        window.push_back(loader.batch(first + i));
+        window_items += window.back().size();
+      }
+      for (int64_t i = 0; i < window_size; ++i) {
+        ++step;
+        sync_gradients_ = (i == window_size - 1);
+        if (i == 0) {
+          control_.new_step();
+          fire(&TrainerCallback::on_step_begin);
+        }
+        at::Tensor loss_step = training_step(*model_, window[static_cast<size_t>(i)], window_items);
+        tr_loss_.add_(loss_step.to(tr_loss_.scalar_type()));
+        state_.total_flos += model_->floating_point_ops(window[static_cast<size_t>(i)]);
+        if (sync_gradients_) {
+          if (args_.max_grad_norm > 0) grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
+          fire(&TrainerCallback::on_pre_optimizer_step);
+          strategy_->optimizer_step(*optimizer_);
+          fire(&TrainerCallback::on_optimizer_step);
+          lr_scheduler_->step();
+          strategy_->zero_grad(*model_);
+          state_.global_step += 1;
+          state_.epoch = static_cast<double>(epoch) +
+                         static_cast<double>(step + 1) / static_cast<double>(steps_in_epoch);
+          fire(&TrainerCallback::on_step_end);
+          maybe_log_save_evaluate();
+        } else {
+          fire(&TrainerCallback::on_substep_end);
+        }
+        if (control_.should_epoch_stop || control_.should_training_stop) break;
+      }
+    }
+    fire(&TrainerCallback::on_epoch_end);
+    maybe_log_save_evaluate();
+    if (control_.should_training_stop) break;
+  }
+
+  // Loss of steps after the last logging step still counts towards the mean training loss.
+  total_loss_scalar_ += strategy_->mean_across_processes(tr_loss_).item<double>();
+  tr_loss_.zero_();
+  const double train_loss =
+      total_loss_scalar_ / std::max<double>(static_cast<double>(state_.global_step), 0.001);
+  Metrics metrics = speed_metrics("train", start, num_train_samples, static_cast<double>(max_steps));
+  metrics["total_flos"] = state_.total_flos;
+  metrics["train_loss"] = train_loss;
+  this->log(metrics_to_json(metrics));
+  if (state_.epoch) metrics["epoch"] = *state_.epoch;
+  fire(&TrainerCallback::on_train_end);
+  return TrainOutput{state_.global_step, train_loss, metrics};
+}
+
+// ---- evaluation --------------------------------------------------------------------------------
+
+Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool prediction_loss_only,
+                                                 const std::string& prefix) {
+  model_->eval();
+  std::vector<at::Tensor> losses, preds, labels;            // on the device, not yet moved
+  std::vector<at::Tensor> host_losses, host_preds, host_labels;
+  auto flush_to_host = [&] {
+    // HF's eval_accumulation_steps: bound device memory by moving outputs to the host.
+    if (!losses.empty()) host_losses.push_back(at::cat(losses).cpu());
+    if (!preds.empty()) host_preds.push_back(concat_padded(preds).cpu());
+    if (!labels.empty()) host_labels.push_back(concat_padded(labels).cpu());
+    losses.clear();
+    preds.clear();
+    labels.clear();
+  };
+  const int64_t n = loader.num_batches();
+  for (int64_t i = 0; i < n; ++i) {
+    Batch inputs = loader.batch(i);
+    const int64_t batch_size = inputs.size();
+    PredictionStepOutput out = prediction_step(*model_, inputs, prediction_loss_only);
+    // Batch losses are repeated per example so eval_loss is the mean over examples.
+    if (out.loss.defined()) losses.push_back(out.loss.reshape({1}).expand({batch_size}).to(at::kFloat));
+    if (out.logits.defined()) preds.push_back(out.logits);
+    if (out.labels.defined()) labels.push_back(out.labels);
+    fire(&TrainerCallback::on_prediction_step);
+    if (args_.eval_accumulation_steps && (i + 1) % *args_.eval_accumulation_steps == 0) flush_to_host();
+  }
+  flush_to_host();
+
+  EvalLoopOutput out;
+  out.predictions = concat_padded(host_preds);
+  out.label_ids = concat_padded(host_labels);
+  out.num_samples = loader.sampler().size();
+  if (components_.compute_metrics && out.predictions.defined() && out.label_ids.defined())
+    out.metrics = components_.compute_metrics(EvalPrediction{out.predictions, out.label_ids});
+  if (!host_losses.empty()) out.metrics["loss"] = at::cat(host_losses).mean().item<double>();
+  Metrics prefixed;
+  for (const auto& [k, v] : out.metrics)
+    prefixed[k.rfind(prefix + "_", 0) == 0 ? k : prefix + "_" + k] = v;
+  out.metrics = std::move(prefixed);
+  return out;
+}
+
+Metrics Trainer::evaluate(std::shared_ptr<Dataset> eval_dataset, const std::string& metric_key_prefix) {
+  auto loader = get_eval_dataloader(std::move(eval_dataset));
+  const auto start = std::chrono::steady_clock::now();
+  const bool loss_only = !components_.compute_metrics;
+  EvalLoopOutput output = evaluation_loop(*loader, loss_only, metric_key_prefix);
+  const double batch = static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
+  Metrics speed = speed_metrics(metric_key_prefix, start, static_cast<double>(output.num_samples),
+                                std::ceil(static_cast<double>(output.num_samples) / batch));
+  output.metrics.insert(speed.begin(), speed.end());
+  log(metrics_to_json(output.metrics));
+  control_.should_evaluate = false;
+  fire(&TrainerCallback::on_evaluate, &output.metrics);
+  return output.metrics;
+}
+
+PredictionOutput Trainer::predict(std::shared_ptr<Dataset> test_dataset,
+                                  const std::string& metric_key_prefix) {
+  auto loader = get_test_dataloader(std::move(test_dataset));
+  const auto start = std::chrono::steady_clock::now();
+  EvalLoopOutput output = evaluation_loop(*loader, /*prediction_loss_only=*/false, metric_key_prefix);
+  const double batch = static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
+  Metrics speed = speed_metrics(metric_key_prefix, start, static_cast<double>(output.num_samples),
+                                std::ceil(static_cast<double>(output.num_samples) / batch));
+  output.metrics.insert(speed.begin(), speed.end());
+  fire(&TrainerCallback::on_predict, &output.metrics);
+  return PredictionOutput{output.predictions, output.label_ids, output.metrics};
+}
+
+}  // namespace ctrainer

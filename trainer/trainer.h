@@ -1,0 +1,194 @@
+#pragma once
+/// \file Trainer: the Hugging Face Trainer for libtorch models. Subclass it and override the
+/// hooks (get_*_dataloader, create_optimizer/scheduler, compute_loss, training_step,
+/// prediction_step, evaluate, log) to customise a step; add TrainerCallbacks to observe or steer
+/// the loop.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/distributed/process_info.h>
+#include <ctrainer/distributed/strategy.h>
+#include <ctrainer/models/model.h>
+#include <ctrainer/trainer/callbacks/trainer_callback.h>
+#include <ctrainer/trainer/data/collator.h>
+#include <ctrainer/trainer/data/data_loader.h>
+#include <ctrainer/trainer/data/dataset.h>
+#include <ctrainer/trainer/trainer_state.h>
+#include <ctrainer/trainer/training_args.h>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace ctrainer {
+
+class LRScheduler;
+
+/// Predictions and labels of a whole evaluation set, in dataset order (HF EvalPrediction).
+struct EvalPrediction {
+  at::Tensor predictions;
+  at::Tensor label_ids;
+};
+using ComputeMetricsFn = std::function<Metrics(const EvalPrediction&)>;
+
+/// Result of Trainer::train (HF TrainOutput).
+struct TrainOutput {
+  int64_t global_step = 0;
+  /// Mean training loss over all optimizer steps.
+  double training_loss = 0;
+  /// train_runtime, train_samples_per_second, train_steps_per_second, total_flos, train_loss, epoch.
+  Metrics metrics;
+};
+
+/// Result of Trainer::predict (HF PredictionOutput). Tensors are on the host; rows of different
+/// length are padded with -100.
+struct PredictionOutput {
+  at::Tensor predictions;
+  at::Tensor label_ids;
+  Metrics metrics;
+};
+
+/// Result of Trainer::prediction_step. Undefined tensors mean "not computed".
+struct PredictionStepOutput {
+  at::Tensor loss;
+  at::Tensor logits;
+  at::Tensor labels;
+};
+
+/// Result of Trainer::compute_loss.
+struct LossAndOutputs {
+  at::Tensor loss;
+  ModelOutput outputs;
+};
+
+/// Everything besides the model and the arguments a Trainer may be given (all optional).
+struct TrainerComponents {
+  std::shared_ptr<Dataset> train_dataset;
+  std::shared_ptr<Dataset> eval_dataset;
+  /// Defaults to DefaultDataCollator.
+  std::shared_ptr<DataCollator> data_collator;
+  ComputeMetricsFn compute_metrics;
+  /// Added after the default callbacks, before the progress/printer callback.
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks;
+  /// A ready optimizer (and optionally scheduler) replace create_optimizer / create_scheduler.
+  std::shared_ptr<torch::optim::Optimizer> optimizer;
+  std::shared_ptr<LRScheduler> lr_scheduler;
+};
+
+/// Trains, evaluates and predicts with Hugging Face Trainer semantics.
+class Trainer {
+ public:
+  /// Validates `args`, sets up logging, seeds (or enables full determinism), picks the device
+  /// and moves the model there, and installs the callbacks. Throws ArgumentError on bad input.
+  Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerComponents components = {});
+  virtual ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Runs the training loop; returns the step count, mean loss and speed metrics.
+  virtual TrainOutput train();
+  /// Loss and compute_metrics over `eval_dataset` (default: the one given at construction);
+  /// keys are prefixed with `metric_key_prefix` + "_". Logs the metrics and fires on_evaluate.
+  virtual Metrics evaluate(std::shared_ptr<Dataset> eval_dataset = nullptr,
+                           const std::string& metric_key_prefix = "eval");
+  /// Predictions (and labels and metrics when the dataset has labels); fires on_predict.
+  virtual PredictionOutput predict(std::shared_ptr<Dataset> test_dataset,
+                                   const std::string& metric_key_prefix = "test");
+
+  // ---- hooks -------------------------------------------------------------------------------
+  /// Shuffled (seeded by data_seed or seed, reshuffled each epoch) batches of the train set.
+  virtual std::shared_ptr<DataLoader> get_train_dataloader();
+  /// Sequential batches of `eval_dataset` (default: the one given at construction).
+  virtual std::shared_ptr<DataLoader> get_eval_dataloader(std::shared_ptr<Dataset> eval_dataset = nullptr);
+  virtual std::shared_ptr<DataLoader> get_test_dataloader(std::shared_ptr<Dataset> test_dataset);
+  /// Creates the optimizer and the scheduler unless they were given.
+  virtual void create_optimizer_and_scheduler(int64_t num_training_steps);
+  /// AdamW / SGD from the arguments, without weight decay on biases and norm weights.
+  virtual std::shared_ptr<torch::optim::Optimizer> create_optimizer();
+  /// The lr_scheduler_type schedule with warmup over `num_training_steps`.
+  virtual std::shared_ptr<LRScheduler> create_scheduler(
+      int64_t num_training_steps, std::shared_ptr<torch::optim::Optimizer> optimizer = nullptr);
+  /// The loss of a batch on the device: the model's loss, or the label-smoothed loss of its
+  /// logits when label_smoothing_factor > 0. Must return the mean over the batch's examples.
+  /// `num_items_in_batch` is the number of examples in the whole accumulation window.
+  virtual LossAndOutputs compute_loss(Model& model, const Batch& inputs, bool return_outputs = false,
+                                      std::optional<int64_t> num_items_in_batch = std::nullopt);
+  /// One micro-batch: moves it to the device, computes the loss, weights it by the batch's share
+  /// of the window's examples (so any accumulation window gives the large-batch gradient) and
+  /// runs backward. Returns the weighted loss, detached.
+  virtual at::Tensor training_step(Model& model, const Batch& inputs,
+                                   std::optional<int64_t> num_items_in_batch = std::nullopt);
+  /// Loss, logits and labels of an evaluation batch (no gradients).
+  virtual PredictionStepOutput prediction_step(Model& model, const Batch& inputs,
+                                               bool prediction_loss_only);
+  /// Adds epoch and step, appends to state().log_history and fires on_log.
+  virtual void log(nlohmann::json logs);
+
+  // ---- callbacks ---------------------------------------------------------------------------
+  void add_callback(std::shared_ptr<TrainerCallback> callback);
+  /// Removes and returns the callback called `name` (null if absent).
+  std::shared_ptr<TrainerCallback> pop_callback(const std::string& name);
+  const CallbackHandler& callback_handler() const { return callbacks_; }
+
+  // ---- accessors ---------------------------------------------------------------------------
+  const TrainingArguments& args() const { return args_; }
+  TrainerState& state() { return state_; }
+  TrainerControl& control() { return control_; }
+  Model& model() { return *model_; }
+  std::shared_ptr<Model> model_ptr() const { return model_; }
+  std::shared_ptr<torch::optim::Optimizer> optimizer() const { return optimizer_; }
+  std::shared_ptr<LRScheduler> lr_scheduler() const { return lr_scheduler_; }
+  const c10::Device& device() const { return device_; }
+  const ProcessInfo& process() const { return process_; }
+
+ protected:
+  /// Backward through the strategy (use it from an overridden training_step).
+  void backward(const at::Tensor& loss);
+  /// Fires `event` on every callback with the run's objects in the context.
+  template <typename Event>
+  void fire(Event event, const Metrics* metrics = nullptr, const nlohmann::json* logs = nullptr);
+
+ private:
+  struct EvalLoopOutput {
+    at::Tensor predictions;
+    at::Tensor label_ids;
+    Metrics metrics;
+    int64_t num_samples = 0;
+  };
+  EvalLoopOutput evaluation_loop(DataLoader& loader, bool prediction_loss_only,
+                                 const std::string& metric_key_prefix);
+  /// HF's _maybe_log_save_evaluate: obeys should_log / should_evaluate / should_save.
+  void maybe_log_save_evaluate();
+  void update_best_metric(const Metrics& metrics);
+  void write_training_args() const;
+  double learning_rate() const;
+
+  std::shared_ptr<Model> model_;
+  TrainingArguments args_;
+  TrainerComponents components_;
+  ProcessInfo process_;
+  c10::Device device_{c10::kCPU};
+  std::unique_ptr<Strategy> strategy_;
+  TrainerState state_;
+  TrainerControl control_;
+  CallbackHandler callbacks_;
+  std::shared_ptr<torch::optim::Optimizer> optimizer_;
+  std::shared_ptr<LRScheduler> lr_scheduler_;
+  std::shared_ptr<DataLoader> train_dataloader_;
+
+  // Running training-loss bookkeeping (HF: tr_loss, _total_loss_scalar, _globalstep_last_logged).
+  at::Tensor tr_loss_;
+  at::Tensor grad_norm_;
+  double total_loss_scalar_ = 0;
+  int64_t globalstep_last_logged_ = 0;
+  /// Whether the current micro-batch ends an accumulation window (gradients are synchronised).
+  bool sync_gradients_ = true;
+};
+
+}  // namespace ctrainer

@@ -1,0 +1,294 @@
+#include <ctrainer/trainer/training_args.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/errors.h>
+
+namespace ctrainer {
+namespace {
+
+// Values transformers accepts whose feature ctrainer has not implemented yet: validate() answers
+// them with NotSupportedYet, while anything else is a typo and gets an ArgumentError.
+// clang-format off
+const std::vector<std::string> kOptimizersLater = {
+    "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused", "adamw_apex_fused",
+    "adafactor", "adamw_anyprecision", "adamw_torch_4bit", "adamw_torch_8bit", "ademamix",
+    "adagrad", "adamw_bnb_8bit", "adamw_8bit", "ademamix_8bit", "lion_8bit", "lion_32bit",
+    "paged_adamw_32bit", "paged_adamw_8bit", "paged_ademamix_32bit", "paged_ademamix_8bit",
+    "paged_lion_32bit", "paged_lion_8bit", "rmsprop", "rmsprop_bnb", "rmsprop_bnb_8bit",
+    "rmsprop_bnb_32bit", "galore_adamw", "galore_adamw_8bit", "galore_adafactor",
+    "galore_adamw_layerwise", "galore_adamw_8bit_layerwise", "galore_adafactor_layerwise", "lomo",
+    "adalomo", "grokadamw", "schedule_free_radam", "schedule_free_adamw", "schedule_free_sgd",
+    "apollo_adamw", "apollo_adamw_layerwise", "stable_adamw"};
+// clang-format on
+const std::vector<std::string> kSchedulersLater = {"reduce_lr_on_plateau", "cosine_with_min_lr",
+                                                   "cosine_warmup_with_min_lr",
+                                                   "warmup_stable_decay"};
+const std::vector<std::string> kLogLevelsLater = {"detail"};
+const std::vector<std::string> kDdpBackendsLater = {"mpi"};
+const std::vector<std::string> kIntegrationsLater = {
+    "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive", "flyte",
+    "mlflow",   "neptune", "swanlab",    "tensorboard", "trackio", "wandb"};
+const std::vector<std::string> kFsdpOptions = {
+    "full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2",
+    "offload",    "auto_wrap",     "no_shard"};
+
+bool contains(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
+  return out;
+}
+
+/// Shortest text that reads back as the same number (5e-05, 0.1, 500.0).
+std::string num(double value) {
+  return nlohmann::json(value).dump();
+}
+
+/// The accepted values of an enum flag, from the registry (the one place that lists them).
+const std::vector<std::string>& choices(const std::string& flag) {
+  return find_training_args_option(flag)->choices;
+}
+
+void check_choice(const std::string& flag, const std::string& value,
+                  const std::vector<std::string>& later = {}) {
+  if (contains(choices(flag), value) || contains(later, value)) return;
+  throw ArgumentError("--" + flag + " must be one of " + join(choices(flag)) + " (got '" + value +
+                      "')");
+}
+
+/// transformers' rule for logging_steps, eval_steps and save_steps under the "steps" strategy.
+void check_steps(const std::string& flag, double value, const std::string& strategy_flag) {
+  if (!(value > 0)) {
+    throw ArgumentError("--" + flag + " must be > 0 with --" + strategy_flag + " steps (got " +
+                        num(value) + "); give a number of steps, or a ratio of the total " +
+                        "training steps in (0, 1)");
+  }
+  if (value >= 1 && value != std::floor(value)) {
+    throw ArgumentError("--" + flag + " must be an integer when >= 1 (got " + num(value) +
+                        "); values below 1 are ratios of the total training steps");
+  }
+}
+
+void check_at_least(const std::string& flag, int64_t value, int64_t minimum,
+                    const std::string& why = "") {
+  if (value < minimum) {
+    throw ArgumentError("--" + flag + " must be >= " + std::to_string(minimum) + " (got " +
+                        std::to_string(value) + ")" + (why.empty() ? "" : "; " + why));
+  }
+}
+
+void check_non_negative(const std::string& flag, double value, const std::string& why = "") {
+  if (!(value >= 0)) {
+    throw ArgumentError("--" + flag + " must be >= 0 (got " + num(value) + ")" +
+                        (why.empty() ? "" : "; " + why));
+  }
+}
+
+/// `value` in [0, 1) (or [0, 1] with `closed`).
+void check_unit_interval(const std::string& flag, double value, bool closed = false) {
+  const bool ok = value >= 0 && (closed ? value <= 1 : value < 1);
+  if (!ok) {
+    throw ArgumentError("--" + flag + " must be in [0, 1" + (closed ? "]" : ")") + " (got " +
+                        num(value) + ")");
+  }
+}
+
+}  // namespace
+
+void TrainingArguments::validate() {
+  // ---- 1. enum values: typos are errors; values transformers knows wait for step 5 ----
+  check_choice("eval_strategy", eval_strategy);
+  check_choice("logging_strategy", logging_strategy);
+  check_choice("save_strategy", save_strategy);
+  check_choice("optim", optim, kOptimizersLater);
+  check_choice("lr_scheduler_type", lr_scheduler_type, kSchedulersLater);
+  check_choice("log_level", log_level, kLogLevelsLater);
+  check_choice("log_level_replica", log_level_replica, kLogLevelsLater);
+  if (ddp_backend && !contains(choices("ddp_backend"), *ddp_backend) &&
+      !contains(kDdpBackendsLater, *ddp_backend)) {
+    throw ArgumentError("--ddp_backend must be one of " + join(choices("ddp_backend")) + ", " +
+                        join(kDdpBackendsLater) + " (got '" + *ddp_backend + "')");
+  }
+  for (const std::string& target : report_to) {
+    if (target == "none" || target == "all") {
+      if (report_to.size() > 1) {
+        throw ArgumentError("--report_to " + target +
+                            " cannot be combined with other integrations (got " +
+                            join(report_to, " ") + ")");
+      }
+    } else if (!contains(kIntegrationsLater, target)) {
+      throw ArgumentError("--report_to: unknown integration '" + target +
+                          "'; use none or all (integrations known to transformers: " +
+                          join(kIntegrationsLater) + ")");
+    }
+  }
+  {
+    std::istringstream words(fsdp);
+    for (std::string option; words >> option;) {
+      if (!contains(kFsdpOptions, option)) {
+        throw ArgumentError("--fsdp: unknown option '" + option + "'; options are " +
+                            join(kFsdpOptions));
+      }
+    }
+  }
+
+  // ---- 2. derived defaults, as transformers' TrainingArguments.__post_init__ ----
+  if (eval_strategy != "no") do_eval = true;
+  if (eval_strategy == "steps" && (!eval_steps || *eval_steps == 0)) {
+    if (!(logging_steps > 0)) {
+      throw ArgumentError(
+          "--eval_strategy steps requires a positive --eval_steps (or --logging_steps, its "
+          "default)");
+    }
+    eval_steps = logging_steps;
+  }
+  if (load_best_model_at_end && !metric_for_best_model) metric_for_best_model = "loss";
+  if (metric_for_best_model && !greater_is_better) {
+    const std::string& metric = *metric_for_best_model;
+    const bool ends_with_loss =
+        metric.size() >= 4 && metric.compare(metric.size() - 4, 4, "loss") == 0;
+    greater_is_better = !ends_with_loss;
+  }
+  if (!run_name) run_name = output_dir;
+  // Pinned memory needs an accelerator; transformers turns it off for CPU runs too.
+  if (use_cpu) dataloader_pin_memory = false;
+
+  // ---- 3. ranges ----
+  if (output_dir.empty()) throw ArgumentError("--output_dir must not be empty");
+  if (logging_strategy == "steps") check_steps("logging_steps", logging_steps, "logging_strategy");
+  if (eval_strategy == "steps") check_steps("eval_steps", *eval_steps, "eval_strategy");
+  if (save_strategy == "steps") check_steps("save_steps", save_steps, "save_strategy");
+  if (save_total_limit) {
+    check_at_least("save_total_limit", *save_total_limit, 1,
+                   "leave it unset to keep every checkpoint");
+  }
+  check_at_least("per_device_train_batch_size", per_device_train_batch_size, 1);
+  check_at_least("per_device_eval_batch_size", per_device_eval_batch_size, 1);
+  check_at_least("gradient_accumulation_steps", gradient_accumulation_steps, 1);
+  if (eval_accumulation_steps) {
+    check_at_least("eval_accumulation_steps", *eval_accumulation_steps, 1,
+                   "leave it unset to gather predictions at the end");
+  }
+  check_non_negative("learning_rate", learning_rate);
+  check_non_negative("weight_decay", weight_decay);
+  check_unit_interval("adam_beta1", adam_beta1);
+  check_unit_interval("adam_beta2", adam_beta2);
+  check_non_negative("adam_epsilon", adam_epsilon);
+  check_non_negative("max_grad_norm", max_grad_norm, "use 0 to disable clipping");
+  check_non_negative("num_train_epochs", num_train_epochs);
+  if (max_steps == 0 || max_steps < -1) {
+    throw ArgumentError("--max_steps must be -1 (train for num_train_epochs) or > 0 (got " +
+                        std::to_string(max_steps) + ")");
+  }
+  check_at_least("warmup_steps", warmup_steps, 0);
+  check_unit_interval("warmup_ratio", warmup_ratio, /*closed=*/true);
+  check_at_least("dataloader_num_workers", dataloader_num_workers, 0);
+  check_unit_interval("label_smoothing_factor", label_smoothing_factor);
+  check_at_least("local_rank", local_rank, -1, "-1 means not distributed");
+  check_at_least("ddp_timeout", ddp_timeout, 1, "it is in seconds");
+  if (ddp_bucket_cap_mb) check_at_least("ddp_bucket_cap_mb", *ddp_bucket_cap_mb, 1);
+
+  // ---- 4. contradictions ----
+  if (fp16 && bf16) {
+    throw ArgumentError("--fp16 and --bf16 cannot both be set; choose one mixed precision");
+  }
+  if (load_best_model_at_end && save_strategy != "best") {
+    if (eval_strategy != save_strategy) {
+      throw ArgumentError(
+          "--load_best_model_at_end requires --save_strategy to match "
+          "--eval_strategy (got eval_strategy " +
+          eval_strategy + ", save_strategy " + save_strategy +
+          "); set both to steps or epoch, or use --save_strategy best");
+    }
+    if (eval_strategy == "steps" && std::fmod(save_steps, *eval_steps) != 0) {
+      const double eval = *eval_steps;
+      if (eval < 1 || save_steps < 1) {
+        if (!(eval < 1 && save_steps < 1)) {
+          throw ArgumentError(
+              "--load_best_model_at_end requires --save_steps to be a multiple of "
+              "--eval_steps, which cannot be guaranteed when mixing a ratio and "
+              "a number of steps (save_steps " +
+              num(save_steps) + ", eval_steps " + num(eval) + ")");
+        }
+        // Both are ratios: compare in millionths, as transformers does, to avoid float noise.
+        const auto save_millionths = std::llround(save_steps * 1e6);
+        const auto eval_millionths = std::llround(eval * 1e6);
+        if (eval_millionths == 0 || save_millionths % eval_millionths != 0) {
+          throw ArgumentError("--load_best_model_at_end requires --save_steps (" + num(save_steps) +
+                              ") to be a multiple of --eval_steps (" + num(eval) + ")");
+        }
+      } else {
+        throw ArgumentError("--load_best_model_at_end requires --save_steps (" + num(save_steps) +
+                            ") to be a round multiple of --eval_steps (" + num(eval) + ")");
+      }
+    }
+  }
+
+  // ---- 5. features that have not landed yet ----
+  // One line per feature, after the checks above so that a bad value still gets its specific
+  // message. Delete a line when its feature lands.
+  const std::string kNoCheckpoints = "checkpointing has not landed";
+  if (save_strategy != "no") {
+    throw NotSupportedYet("save_strategy " + save_strategy,
+                          kNoCheckpoints + "; use --save_strategy no");
+  }
+  if (load_best_model_at_end) throw NotSupportedYet("load_best_model_at_end", kNoCheckpoints);
+  if (resume_from_checkpoint) throw NotSupportedYet("resume_from_checkpoint", kNoCheckpoints);
+  if (fp16) throw NotSupportedYet("fp16", "mixed precision has not landed");
+  if (bf16) throw NotSupportedYet("bf16", "mixed precision has not landed");
+  if (local_rank != -1) throw NotSupportedYet("local_rank", "distributed training has not landed");
+  if (ddp_backend && contains(kDdpBackendsLater, *ddp_backend)) {
+    throw NotSupportedYet("ddp_backend " + *ddp_backend, "use gloo or nccl");
+  }
+  if (!fsdp.empty()) throw NotSupportedYet("fsdp", "FSDP has not landed");
+  if (fsdp_config) throw NotSupportedYet("fsdp_config", "FSDP has not landed");
+  if (deepspeed) throw NotSupportedYet("deepspeed", "DeepSpeed is not planned yet");
+  if (gradient_checkpointing) {
+    throw NotSupportedYet("gradient_checkpointing", "activation recomputation has not landed");
+  }
+  if (group_by_length)
+    throw NotSupportedYet("group_by_length", "length-grouped sampling has not landed");
+  if (dataloader_num_workers > 0) {
+    throw NotSupportedYet("dataloader_num_workers",
+                          "worker processes have not landed; use 0 to load in the main process");
+  }
+  if (!contains(choices("optim"), optim)) {
+    throw NotSupportedYet("optim " + optim, "available: " + join(choices("optim")));
+  }
+  if (!contains(choices("lr_scheduler_type"), lr_scheduler_type)) {
+    throw NotSupportedYet("lr_scheduler_type " + lr_scheduler_type,
+                          "available: " + join(choices("lr_scheduler_type")));
+  }
+  if (!contains(choices("log_level"), log_level)) {
+    throw NotSupportedYet("log_level " + log_level, "available: " + join(choices("log_level")));
+  }
+  if (!contains(choices("log_level_replica"), log_level_replica)) {
+    throw NotSupportedYet("log_level_replica " + log_level_replica,
+                          "available: " + join(choices("log_level_replica")));
+  }
+  for (const std::string& target : report_to) {
+    if (target != "none" && target != "all") {
+      throw NotSupportedYet("report_to " + target,
+                            "no reporting integration has landed; use --report_to none");
+    }
+  }
+}
+
+nlohmann::json to_json(const TrainingArguments& args) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const OptionSpec& spec : training_args_options()) out[spec.name] = spec.get_json(args);
+  return out;
+}
+
+}  // namespace ctrainer

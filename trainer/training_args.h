@@ -1,0 +1,144 @@
+#pragma once
+/// \file TrainingArguments: every user-settable knob of the Trainer, with Hugging Face's names
+/// and defaults. Parsed from the command line and/or JSON by ArgumentParser (argument_parser.h),
+/// or filled in code. `validate()` must pass before a Trainer uses it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ctrainer {
+
+/// Hugging Face Trainer arguments. Field names, meanings and defaults follow
+/// transformers.TrainingArguments; deviations are documented on the field.
+struct TrainingArguments {
+  // ---- output ----
+  /// Where logs, training_args.json and (later) checkpoints go.
+  std::string output_dir = "trainer_output";
+  /// Allow writing into a non-empty output_dir.
+  bool overwrite_output_dir = false;
+  bool do_train = false;
+  bool do_eval = false;
+  bool do_predict = false;
+  /// Name of the run in logs; defaults to output_dir.
+  std::optional<std::string> run_name;
+
+  // ---- evaluation / logging / saving strategies: "no" | "steps" | "epoch" ----
+  /// Alias: evaluation_strategy.
+  std::string eval_strategy = "no";
+  /// Evaluate every N steps with eval_strategy=steps (a value < 1 is a ratio of max_steps).
+  /// Defaults to logging_steps.
+  std::optional<double> eval_steps;
+  std::string logging_strategy = "steps";
+  /// Log every N optimizer steps (a value < 1 is a ratio of max_steps).
+  double logging_steps = 500;
+  bool logging_first_step = false;
+  /// HF's default is "steps"; ctrainer defaults to "no" until checkpointing lands (any other
+  /// value is refused with "not supported yet").
+  std::string save_strategy = "no";
+  double save_steps = 500;
+  std::optional<int64_t> save_total_limit;
+  bool save_only_model = false;
+
+  // ---- batch sizes ----
+  int64_t per_device_train_batch_size = 8;
+  int64_t per_device_eval_batch_size = 8;
+  int64_t gradient_accumulation_steps = 1;
+  /// Move accumulated predictions to the host every N evaluation steps (default: at the end).
+  std::optional<int64_t> eval_accumulation_steps;
+
+  // ---- optimizer ----
+  double learning_rate = 5e-5;
+  double weight_decay = 0.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  /// Clip the global L2 norm of the gradients to this value (0 disables clipping).
+  double max_grad_norm = 1.0;
+  /// "adamw_torch" (alias "adamw_hf") or "sgd".
+  std::string optim = "adamw_torch";
+
+  // ---- schedule ----
+  /// May be fractional: the last epoch is then partial.
+  double num_train_epochs = 3.0;
+  /// If > 0, the total number of optimizer steps; overrides num_train_epochs.
+  int64_t max_steps = -1;
+  /// linear | cosine | cosine_with_restarts | polynomial | constant | constant_with_warmup |
+  /// inverse_sqrt
+  std::string lr_scheduler_type = "linear";
+  int64_t warmup_steps = 0;
+  /// Fraction of the total steps used for warm-up when warmup_steps is 0.
+  double warmup_ratio = 0.0;
+
+  // ---- reproducibility ----
+  int64_t seed = 42;
+  /// Seed of the data samplers; defaults to seed.
+  std::optional<int64_t> data_seed;
+  /// Deterministic algorithms everywhere (slower); implies seeding.
+  bool full_determinism = false;
+
+  // ---- logging ----
+  /// Level of the main process: passive | debug | info | warning | error | critical.
+  std::string log_level = "passive";
+  /// Level of the other processes.
+  std::string log_level_replica = "warning";
+  /// With multi-node training, whether each node's local main process logs as a main process.
+  bool log_on_each_node = true;
+  bool disable_tqdm = false;
+  /// Integrations to report to: "none" or "all" (no external integration is available yet).
+  std::vector<std::string> report_to = {"none"};
+
+  // ---- data loading ----
+  int64_t dataloader_num_workers = 0;
+  bool dataloader_drop_last = false;
+  bool dataloader_pin_memory = true;
+  /// Batch keys holding the labels; defaults to {"labels"}.
+  std::optional<std::vector<std::string>> label_names;
+  bool group_by_length = false;
+
+  // ---- best model / resume ----
+  bool load_best_model_at_end = false;
+  std::optional<std::string> metric_for_best_model;
+  std::optional<bool> greater_is_better;
+  std::optional<std::string> resume_from_checkpoint;
+  bool ignore_data_skip = false;
+
+  // ---- device / precision ----
+  /// Alias: no_cuda.
+  bool use_cpu = false;
+  bool fp16 = false;
+  bool bf16 = false;
+  double label_smoothing_factor = 0.0;
+  bool gradient_checkpointing = false;
+
+  // ---- distributed ----
+  int64_t local_rank = -1;
+  std::optional<std::string> ddp_backend;
+  /// Seconds.
+  int64_t ddp_timeout = 1800;
+  std::optional<bool> ddp_find_unused_parameters;
+  std::optional<int64_t> ddp_bucket_cap_mb;
+  std::string fsdp;
+  std::optional<std::string> fsdp_config;
+  std::optional<std::string> deepspeed;
+
+  /// Checks ranges and contradictions, fills derived defaults as transformers does (do_eval,
+  /// eval_steps, run_name, metric_for_best_model, greater_is_better; dataloader_pin_memory=false
+  /// with use_cpu) and refuses features that have not landed (NotSupportedYet). Throws
+  /// ArgumentError naming the flag. Idempotent.
+  void validate();
+
+  /// The seed used by the data samplers.
+  int64_t sampler_seed() const { return data_seed.value_or(seed); }
+  /// The labels keys (label_names or {"labels"}).
+  std::vector<std::string> label_keys() const {
+    return label_names.value_or(std::vector<std::string>{"labels"});
+  }
+};
+
+/// All fields, resolved, as one JSON object (written to output_dir/training_args.json).
+nlohmann::json to_json(const TrainingArguments& args);
+
+}  // namespace ctrainer
