@@ -37,16 +37,16 @@ bool matches_no_decay_pattern(const std::string& name) {
 }
 
 bool is_norm_layer(const torch::nn::Module& m) {
-  using namespace torch::nn;  // NOLINT(build/namespaces): a list of torch module types
-  const Module* p = &m;
-  return dynamic_cast<const LayerNormImpl*>(p) != nullptr ||
-         dynamic_cast<const GroupNormImpl*>(p) != nullptr ||
-         dynamic_cast<const BatchNorm1dImpl*>(p) != nullptr ||
-         dynamic_cast<const BatchNorm2dImpl*>(p) != nullptr ||
-         dynamic_cast<const BatchNorm3dImpl*>(p) != nullptr ||
-         dynamic_cast<const InstanceNorm1dImpl*>(p) != nullptr ||
-         dynamic_cast<const InstanceNorm2dImpl*>(p) != nullptr ||
-         dynamic_cast<const InstanceNorm3dImpl*>(p) != nullptr;
+  namespace nn = torch::nn;
+  const nn::Module* p = &m;
+  return dynamic_cast<const nn::LayerNormImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::GroupNormImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::BatchNorm1dImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::BatchNorm2dImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::BatchNorm3dImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::InstanceNorm1dImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::InstanceNorm2dImpl*>(p) != nullptr ||
+         dynamic_cast<const nn::InstanceNorm3dImpl*>(p) != nullptr;
 }
 
 // HF's trainer_pt_utils.get_parameter_names(model, forbidden_layer_types, forbidden_patterns):

@@ -1,0 +1,52 @@
+#pragma once
+// Small deterministic datasets and quiet TrainingArguments shared by the unit tests.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <ctrainer/trainer/data/dataset.h>
+#include <ctrainer/trainer/training_args.h>
+
+namespace ctrainer::testing {
+
+/// y = x . w_true + b_true (+ optional noise) with x ~ N(0,1), from a private generator.
+inline std::shared_ptr<TensorDataset> make_regression_dataset(int64_t n, int64_t features,
+                                                              uint64_t seed = 0) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor x = at::randn({n, features}, gen, at::kFloat);
+  at::Tensor w = at::arange(1, features + 1, at::kFloat) / features;
+  at::Tensor y = (x.matmul(w) + 0.5).unsqueeze(1);
+  return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}});
+}
+
+/// Two Gaussian blobs at (+2, +2, ...) and (-2, -2, ...): linearly separable, labels 0/1.
+inline std::shared_ptr<TensorDataset> make_blobs_dataset(int64_t n, int64_t features,
+                                                         uint64_t seed = 0) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor labels = at::arange(n, at::kLong).remainder(2);
+  at::Tensor centers = (labels.to(at::kFloat) * 4 - 2).unsqueeze(1).expand({n, features});
+  at::Tensor x = centers + 0.5 * at::randn({n, features}, gen, at::kFloat);
+  return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
+}
+
+/// A fresh, empty output directory per test.
+inline std::string fresh_output_dir(const std::string& name) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("ctrainer_" + name);
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+/// Arguments that keep tests quiet and fast: no progress bar, warnings only.
+inline TrainingArguments quiet_args(const std::string& name) {
+  TrainingArguments args;
+  args.output_dir = fresh_output_dir(name);
+  args.disable_tqdm = true;
+  args.log_level = "error";
+  args.logging_steps = 1000000;
+  return args;
+}
+
+}  // namespace ctrainer::testing
