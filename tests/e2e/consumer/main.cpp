@@ -1,0 +1,28 @@
+// Trains a linear regression with the installed ctrainer and checks that the loss fell.
+#include <cstdio>
+
+#include <ctrainer/models/simple/linear_regression.h>
+#include <ctrainer/trainer/trainer.h>
+
+int main() {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  at::Tensor x = at::randn({64, 3}, gen, at::kFloat);
+  at::Tensor y = x.sum(1, /*keepdim=*/true) + 1.0;
+  auto data = std::make_shared<ctrainer::TensorDataset>(
+      std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}});
+  ctrainer::TrainingArguments args;
+  args.output_dir = "consumer_output";
+  args.learning_rate = 0.05;
+  args.num_train_epochs = 30;
+  args.lr_scheduler_type = "constant";
+  args.disable_tqdm = true;
+  args.log_level = "error";
+  ctrainer::Trainer trainer(std::make_shared<ctrainer::LinearRegression>(3, 1), args,
+                            {.train_dataset = data, .eval_dataset = data});
+  const double before = trainer.evaluate().at("eval_loss");
+  trainer.train();
+  const double after = trainer.evaluate().at("eval_loss");
+  const bool ok = after < 1e-3 && after < before;
+  std::printf("consumer: trained, loss %g -> %g %s\n", before, after, ok ? "OK" : "FAILED");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,43 @@
+#include <ctrainer/trainer/metrics_report.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ctrainer {
+namespace {
+
+void write_json(const std::filesystem::path& path, const nlohmann::json& value) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path.string() + ": check --output_dir");
+  out << value.dump(4) << '\n';
+}
+
+}  // namespace
+
+std::string format_metrics_block(const std::string& split, const Metrics& metrics) {
+  size_t width = 0;
+  for (const auto& [k, v] : metrics) width = std::max(width, k.size());
+  std::string out = fmt::format("***** {} metrics *****\n", split);
+  for (const auto& [k, v] : metrics) out += fmt::format("  {:<{}} = {:.6g}\n", k, width, v);
+  return out;
+}
+
+void save_metrics(const std::string& output_dir, const std::string& split, const Metrics& metrics) {
+  std::filesystem::create_directories(output_dir);
+  nlohmann::json values(metrics);
+  write_json(std::filesystem::path(output_dir) / (split + "_results.json"), values);
+  const auto all_path = std::filesystem::path(output_dir) / "all_results.json";
+  nlohmann::json all = nlohmann::json::object();
+  if (std::ifstream in(all_path); in) {
+    all = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!all.is_object()) all = nlohmann::json::object();
+  }
+  all.update(values);
+  write_json(all_path, all);
+}
+
+}  // namespace ctrainer
