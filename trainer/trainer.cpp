@@ -190,7 +190,8 @@ at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
   at::Tensor loss = compute_loss(model, on_device, false, num_items_in_batch).loss;
   // compute_loss returns the batch mean; weighting it by the batch's share of the window makes
   // the summed gradient the mean over all of the window's examples, even for a short window.
-  if (num_items_in_batch && *num_items_in_batch > 0)
+  // A window of one batch has share 1: skip the multiply (one autograd node less per step).
+  if (num_items_in_batch && *num_items_in_batch > 0 && *num_items_in_batch != on_device.size())
     loss = loss * (static_cast<double>(on_device.size()) / static_cast<double>(*num_items_in_batch));
   backward(loss);
   return loss.detach();

@@ -176,5 +176,23 @@ TEST(TrainerTraining, LabelSmoothingChangesTheLossAsHfLabelSmoother) {
   EXPECT_NEAR(smoothed, (0.9 * nll + 0.1 * uniform).item<double>(), 1e-6);
 }
 
+TEST(TrainerTraining, FullDeterminismTurnsOnDeterministicAlgorithms) {
+  auto data = make_blobs_dataset(16, 4);
+  auto args = quiet_args("determinism");
+  args.full_determinism = true;
+  args.num_train_epochs = 1;
+  ASSERT_FALSE(at::globalContext().deterministicAlgorithms());
+  auto run = [&] {
+    torch::manual_seed(0);
+    auto model = std::make_shared<MLPClassifier>(4, 8, 2, 0.3);
+    Trainer trainer(model, args, {.train_dataset = data});
+    EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
+    trainer.train();
+    return model->parameters().front().detach().clone();
+  };
+  EXPECT_TRUE(run().equal(run()));
+  at::globalContext().setDeterministicAlgorithms(false, false);  // global state: restore
+}
+
 }  // namespace
 }  // namespace ctrainer

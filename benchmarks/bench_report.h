@@ -1,0 +1,44 @@
+#pragma once
+// What a benchmark scenario produces, and how it is printed and saved.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ctrainer::bench {
+
+/// Options common to all scenarios (from the ctrainer-bench command line).
+struct BenchOptions {
+  int64_t rounds = 7;  ///< measured rounds per configuration (after one warm-up)
+  bool quick = false;  ///< tiny sizes, for smoke tests of the harness
+};
+
+/// One row of the printed table.
+struct TableRow {
+  std::vector<std::string> cells;
+};
+
+/// The result of a scenario: {"scenario", "config", "metrics"} plus a readable table.
+struct BenchResult {
+  std::string scenario;
+  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json metrics = nlohmann::json::object();
+  std::vector<std::string> header;
+  std::vector<TableRow> rows;
+
+  nlohmann::json to_json() const;
+  std::string table() const;
+};
+
+/// A named scenario.
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::function<BenchResult(const BenchOptions&)> run;
+};
+
+/// Median of the values (they are copied and sorted).
+double median(std::vector<double> values);
+
+}  // namespace ctrainer::bench

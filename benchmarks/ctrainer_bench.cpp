@@ -1,0 +1,81 @@
+// ctrainer-bench <scenario> [--json PATH] [--rounds N] [--quick]
+// Runs one benchmark scenario, prints its table and writes {"scenario","config","metrics"}.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "bench_report.h"
+
+namespace ctrainer::bench {
+Scenario trainer_overhead_scenario();
+}
+
+namespace {
+
+using ctrainer::bench::Scenario;
+
+std::vector<Scenario> all_scenarios() { return {ctrainer::bench::trainer_overhead_scenario()}; }
+
+int usage(const std::string& error) {
+  std::FILE* out = error.empty() ? stdout : stderr;
+  if (!error.empty()) std::fprintf(out, "error: %s\n", error.c_str());
+  std::fprintf(out,
+               "usage: ctrainer-bench <scenario> [--json PATH] [--rounds N] [--quick]\n"
+               "  --json PATH  also write the result as JSON to PATH\n"
+               "  --rounds N   measured rounds per configuration (default 7)\n"
+               "  --quick      tiny sizes (a smoke test of the harness, not a measurement)\n"
+               "scenarios:\n");
+  for (const auto& s : all_scenarios()) std::fprintf(out, "  %-18s %s\n", s.name.c_str(), s.description.c_str());
+  return error.empty() ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string scenario_name, json_path;
+  ctrainer::bench::BenchOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") return usage("");
+    if (arg == "--json" || arg == "--rounds") {
+      if (i + 1 >= argc) return usage(arg + " needs a value");
+      const std::string value = argv[++i];
+      if (arg == "--json") {
+        json_path = value;
+      } else {
+        try {
+          options.rounds = std::stoll(value);
+        } catch (const std::exception&) {
+          return usage("--rounds expects a positive integer, got '" + value + "'");
+        }
+        if (options.rounds < 1) return usage("--rounds expects a positive integer, got '" + value + "'");
+      }
+    } else if (arg == "--quick") {
+      options.quick = true;
+    } else if (arg.rfind("--", 0) == 0) {
+      return usage("unknown flag " + arg);
+    } else if (scenario_name.empty()) {
+      scenario_name = arg;
+    } else {
+      return usage("only one scenario at a time (got '" + scenario_name + "' and '" + arg + "')");
+    }
+  }
+  if (scenario_name.empty()) return usage("no scenario given");
+  for (const auto& scenario : all_scenarios()) {
+    if (scenario.name != scenario_name) continue;
+    auto result = scenario.run(options);
+    std::fputs(result.table().c_str(), stdout);
+    const std::string json = result.to_json().dump(2);
+    if (!json_path.empty()) {
+      std::ofstream out(json_path);
+      if (!out) {
+        std::fprintf(stderr, "error: cannot write --json %s\n", json_path.c_str());
+        return 1;
+      }
+      out << json << '\n';
+    }
+    std::printf("%s\n", json.c_str());
+    return 0;
+  }
+  return usage("unknown scenario '" + scenario_name + "'");
+}
