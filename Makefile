@@ -8,6 +8,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # ccache and the shared precompiled header only cooperate with these settings.
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
+# Paths relative to the checkout, so a fresh clone (CI) reuses the cache of an earlier one.
+export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps configure build test demo bench install clean
 
