@@ -18,6 +18,12 @@ void write_json(const std::filesystem::path& path, const nlohmann::json& value) 
 
 }  // namespace
 
+nlohmann::json metrics_to_json(const Metrics& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : metrics) out[k] = v;
+  return out;
+}
+
 std::string format_metrics_block(const std::string& split, const Metrics& metrics) {
   size_t width = 0;
   for (const auto& [k, v] : metrics) width = std::max(width, k.size());
@@ -28,7 +34,7 @@ std::string format_metrics_block(const std::string& split, const Metrics& metric
 
 void save_metrics(const std::string& output_dir, const std::string& split, const Metrics& metrics) {
   std::filesystem::create_directories(output_dir);
-  nlohmann::json values(metrics);
+  const nlohmann::json values = metrics_to_json(metrics);
   write_json(std::filesystem::path(output_dir) / (split + "_results.json"), values);
   const auto all_path = std::filesystem::path(output_dir) / "all_results.json";
   nlohmann::json all = nlohmann::json::object();

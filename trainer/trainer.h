@@ -152,7 +152,16 @@ class Trainer {
   void backward(const at::Tensor& loss);
   /// Fires `event` on every callback with the run's objects in the context.
   template <typename Event>
-  void fire(Event event, const Metrics* metrics = nullptr, const nlohmann::json* logs = nullptr);
+  void fire(Event event, const Metrics* metrics = nullptr, const nlohmann::json* logs = nullptr) {
+    CallbackContext ctx;
+    ctx.model = model_.get();
+    ctx.optimizer = optimizer_.get();
+    ctx.lr_scheduler = lr_scheduler_.get();
+    ctx.train_dataloader = train_dataloader_.get();
+    ctx.metrics = metrics;
+    ctx.logs = logs;
+    callbacks_.call(event, args_, state_, control_, ctx);
+  }
 
  private:
   struct EvalLoopOutput {

@@ -14,7 +14,7 @@
 namespace ctrainer {
 namespace {
 
-// Values transformers accepts whose feature ctrainer has not implemented yet: validate() answers
+// Values transformers accepts whose feature ctrainer has not built yet: validate() answers
 // them with NotSupportedYet, while anything else is a typo and gets an ArgumentError.
 // clang-format off
 const std::vector<std::string> kOptimizersLater = {

@@ -1,5 +1,7 @@
 #pragma once
 // Small deterministic datasets and quiet TrainingArguments shared by the unit tests.
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -32,9 +34,13 @@ inline std::shared_ptr<TensorDataset> make_blobs_dataset(int64_t n, int64_t feat
   return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
 }
 
-/// A fresh, empty output directory per test.
+/// A fresh, empty output directory, unique per process and test: ctest -j runs test processes in
+/// parallel, and two of them must never share (and delete) a directory.
 inline std::string fresh_output_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("ctrainer_" + name);
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string test = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "none";
+  auto dir = std::filesystem::path(::testing::TempDir()) /
+             ("ctrainer_" + std::to_string(::getpid()) + "_" + test + "_" + name);
   std::filesystem::remove_all(dir);
   return dir.string();
 }

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/trainer/argument_parser.h>
@@ -52,7 +54,9 @@ std::string parse_error(const std::vector<std::string>& tokens, bool not_support
 }
 
 std::string write_file(const std::string& name, const std::string& content) {
-  const std::string path = testing::TempDir() + "ctrainer_training_args_test_" + name;
+  // The pid keeps parallel test processes (ctest -j) from sharing a file.
+  const std::string path = testing::TempDir() + "ctrainer_training_args_test_" +
+                           std::to_string(::getpid()) + "_" + name;
   std::ofstream(path) << content;
   return path;
 }

@@ -68,7 +68,7 @@ void collect_decay_names(const torch::nn::Module& module, std::vector<std::strin
   }
 }
 
-// HF's OptimizerNames that ctrainer knows but has not implemented: refused as "not supported
+// HF's OptimizerNames that ctrainer knows but has not built yet: refused as "not supported
 // yet" rather than "unknown" so the message does not suggest a typo.
 bool is_known_hf_optimizer(const std::string& name) {
   static const std::unordered_set<std::string> names = {

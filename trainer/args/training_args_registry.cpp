@@ -1,0 +1,213 @@
+// The TrainingArguments flag table: one OptionSpec per field (name, aliases, help, kind, enum
+// choices, default), from which --help, JSON loading, parsing and to_json are all derived.
+#include <string>
+#include <vector>
+
+#include <ctrainer/trainer/args/option_codec.h>
+#include <ctrainer/trainer/argument_parser.h>
+
+namespace ctrainer {
+namespace {
+
+using namespace args_detail;
+
+// ---- the TrainingArguments registry ------------------------------------------------------------
+
+class TableBuilder {
+ public:
+  void group(std::string name) { group_ = std::move(name); }
+
+  template <typename Field>
+  OptionSpec& add(Field TrainingArguments::*member, std::string name, std::string help) {
+    specs_.push_back(
+        make_spec<Field>(std::move(name), std::move(help), MemberAccess<Field>{member}));
+    specs_.back().group = group_;
+    return specs_.back();
+  }
+
+  template <typename Field>
+  OptionSpec& add_enum(Field TrainingArguments::*member, std::string name, std::string help,
+                       std::vector<std::string> choices) {
+    OptionSpec& spec = add(member, std::move(name), std::move(help));
+    spec.kind = OptionKind::kEnum;
+    spec.choices = std::move(choices);
+    return spec;
+  }
+
+  std::vector<OptionSpec> finish() {
+    const TrainingArguments defaults;
+    for (OptionSpec& spec : specs_) spec.default_text = display(spec.get_json(defaults));
+    return std::move(specs_);
+  }
+
+ private:
+  std::string group_;
+  std::vector<OptionSpec> specs_;
+};
+
+std::vector<OptionSpec> build_training_args_options() {
+  using TA = TrainingArguments;
+  const std::vector<std::string> intervals = {"no", "steps", "epoch"};
+  const std::vector<std::string> log_levels = {"passive", "debug", "info",
+                                               "warning", "error", "critical"};
+  TableBuilder t;
+
+  t.group("output");
+  t.add(&TA::output_dir, "output_dir",
+        "Directory for logs, training_args.json and (later) checkpoints.");
+  t.add(&TA::overwrite_output_dir, "overwrite_output_dir",
+        "Allow writing into an output_dir that already holds files.");
+  t.add(&TA::do_train, "do_train", "Run training (read by scripts, not by the Trainer).");
+  t.add(&TA::do_eval, "do_eval",
+        "Run evaluation on the validation set (set automatically when eval_strategy is not no).");
+  t.add(&TA::do_predict, "do_predict", "Run predictions on the test set (read by scripts).");
+  t.add(&TA::run_name, "run_name", "Name of the run in logs. Defaults to output_dir.");
+
+  t.group("evaluation, logging and saving strategies");
+  t.add_enum(&TA::eval_strategy, "eval_strategy",
+             "When to evaluate: no, steps (every eval_steps) or epoch (end of each epoch).",
+             intervals)
+      .aliases = {"evaluation_strategy"};
+  t.add(&TA::eval_steps, "eval_steps",
+        "Evaluate every N optimizer steps with eval_strategy=steps; a value below 1 is a ratio of "
+        "the total training steps. Defaults to logging_steps.");
+  t.add_enum(&TA::logging_strategy, "logging_strategy",
+             "When to log: no, steps (every logging_steps) or epoch.", intervals);
+  t.add(&TA::logging_steps, "logging_steps",
+        "Log every N optimizer steps with logging_strategy=steps; a value below 1 is a ratio of "
+        "the total training steps.");
+  t.add(&TA::logging_first_step, "logging_first_step", "Also log after the first optimizer step.");
+  t.add_enum(&TA::save_strategy, "save_strategy",
+             "When to save checkpoints: no, steps, epoch or best. ctrainer defaults to no (HF: "
+             "steps) until checkpointing lands.",
+             {"no", "steps", "epoch", "best"});
+  t.add(&TA::save_steps, "save_steps",
+        "Save every N optimizer steps with save_strategy=steps; a value below 1 is a ratio of the "
+        "total training steps.");
+  t.add(&TA::save_total_limit, "save_total_limit",
+        "Keep at most this many checkpoints, deleting the oldest (unset: keep all).");
+  t.add(&TA::save_only_model, "save_only_model",
+        "Save only the model in checkpoints, not the optimizer, scheduler and RNG states.");
+
+  t.group("batch sizes");
+  t.add(&TA::per_device_train_batch_size, "per_device_train_batch_size",
+        "Training batch size per device (process).");
+  t.add(&TA::per_device_eval_batch_size, "per_device_eval_batch_size",
+        "Evaluation batch size per device (process).");
+  t.add(&TA::gradient_accumulation_steps, "gradient_accumulation_steps",
+        "Number of batches whose gradients are accumulated before each optimizer step.");
+  t.add(&TA::eval_accumulation_steps, "eval_accumulation_steps",
+        "Move accumulated predictions to the host every N evaluation steps (unset: at the end).");
+
+  t.group("optimizer");
+  t.add(&TA::learning_rate, "learning_rate", "Peak learning rate of the optimizer.");
+  t.add(&TA::weight_decay, "weight_decay",
+        "Decoupled weight decay, applied to all parameters except biases and LayerNorm weights.");
+  t.add(&TA::adam_beta1, "adam_beta1", "beta1 of Adam/AdamW.");
+  t.add(&TA::adam_beta2, "adam_beta2", "beta2 of Adam/AdamW.");
+  t.add(&TA::adam_epsilon, "adam_epsilon", "epsilon of Adam/AdamW.");
+  t.add(&TA::max_grad_norm, "max_grad_norm",
+        "Clip the global L2 norm of the gradients to this value (0 disables clipping).");
+  t.add_enum(&TA::optim, "optim", "Optimizer: adamw_torch (= adamw_hf) or sgd.",
+             {"adamw_torch", "adamw_hf", "sgd"});
+
+  t.group("schedule");
+  t.add(&TA::num_train_epochs, "num_train_epochs",
+        "Number of training epochs; a fractional value trains part of the last epoch.");
+  t.add(&TA::max_steps, "max_steps",
+        "If > 0, the total number of optimizer steps; overrides num_train_epochs. -1: unset.");
+  t.add_enum(&TA::lr_scheduler_type, "lr_scheduler_type", "Learning-rate schedule.",
+             {"linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
+              "constant_with_warmup", "inverse_sqrt"});
+  t.add(&TA::warmup_steps, "warmup_steps",
+        "Linear warm-up over this many optimizer steps (overrides warmup_ratio when > 0).");
+  t.add(&TA::warmup_ratio, "warmup_ratio",
+        "Fraction of the total optimizer steps used for linear warm-up, in [0, 1].");
+
+  t.group("reproducibility");
+  t.add(&TA::seed, "seed", "Random seed set at the beginning of training.");
+  t.add(&TA::data_seed, "data_seed", "Seed of the data samplers. Defaults to seed.");
+  t.add(&TA::full_determinism, "full_determinism",
+        "Use deterministic algorithms everywhere (slower; for debugging).");
+
+  t.group("logging");
+  t.add_enum(&TA::log_level, "log_level",
+             "Log level of the main process; passive keeps the application's level.", log_levels);
+  t.add_enum(&TA::log_level_replica, "log_level_replica", "Log level of the other processes.",
+             log_levels);
+  t.add(&TA::log_on_each_node, "log_on_each_node",
+        "In multi-node training, log from the main process of each node, not only of node 0.");
+  t.add(&TA::disable_tqdm, "disable_tqdm", "Disable the progress bars.");
+  t.add(&TA::report_to, "report_to",
+        "Integrations to report results and logs to: none or all (no external integration is "
+        "available yet).");
+
+  t.group("data loading");
+  t.add(&TA::dataloader_num_workers, "dataloader_num_workers",
+        "Number of worker processes for data loading (0: load in the main process).");
+  t.add(&TA::dataloader_drop_last, "dataloader_drop_last",
+        "Drop the last incomplete batch of each epoch.");
+  t.add(&TA::dataloader_pin_memory, "dataloader_pin_memory",
+        "Pin host memory of batches (set to false by use_cpu).");
+  t.add(&TA::label_names, "label_names", "Batch keys that hold the labels. Defaults to labels.");
+  t.add(&TA::group_by_length, "group_by_length",
+        "Group training examples of similar length into batches to reduce padding.");
+
+  t.group("best model and resuming");
+  t.add(&TA::load_best_model_at_end, "load_best_model_at_end",
+        "Load the best checkpoint (by metric_for_best_model) at the end of training. Requires "
+        "save_strategy to match eval_strategy.");
+  t.add(&TA::metric_for_best_model, "metric_for_best_model",
+        "Metric that compares checkpoints. Defaults to loss with load_best_model_at_end.");
+  t.add(&TA::greater_is_better, "greater_is_better",
+        "Whether a higher metric_for_best_model is better. Defaults to false when the metric "
+        "ends with loss, true otherwise.");
+  t.add(&TA::resume_from_checkpoint, "resume_from_checkpoint",
+        "Path of a checkpoint folder to resume training from.");
+  t.add(&TA::ignore_data_skip, "ignore_data_skip",
+        "When resuming, do not skip the batches already seen in the interrupted epoch.");
+
+  t.group("device and precision");
+  t.add(&TA::use_cpu, "use_cpu", "Train on the CPU even when an accelerator is available.")
+      .aliases = {"no_cuda"};
+  t.add(&TA::fp16, "fp16", "float16 mixed-precision training.");
+  t.add(&TA::bf16, "bf16", "bfloat16 mixed-precision training.");
+  t.add(&TA::label_smoothing_factor, "label_smoothing_factor",
+        "Label smoothing epsilon in [0, 1) for the cross-entropy loss (0: none).");
+  t.add(&TA::gradient_checkpointing, "gradient_checkpointing",
+        "Recompute activations in the backward pass to save memory.");
+
+  t.group("distributed");
+  t.add(&TA::local_rank, "local_rank",
+        "Rank of the process on its node, as passed by launchers (-1: not distributed).");
+  t.add_enum(&TA::ddp_backend, "ddp_backend", "Distributed backend: gloo or nccl.",
+             {"gloo", "nccl"});
+  t.add(&TA::ddp_timeout, "ddp_timeout", "Timeout of the process-group operations, in seconds.");
+  t.add(&TA::ddp_find_unused_parameters, "ddp_find_unused_parameters",
+        "find_unused_parameters of DistributedDataParallel.");
+  t.add(&TA::ddp_bucket_cap_mb, "ddp_bucket_cap_mb",
+        "Gradient bucket size of DistributedDataParallel, in MiB.");
+  t.add(&TA::fsdp, "fsdp",
+        "Fully sharded data parallel options, space separated (full_shard, shard_grad_op, "
+        "hybrid_shard, hybrid_shard_zero2, offload, auto_wrap, no_shard).");
+  t.add(&TA::fsdp_config, "fsdp_config", "Path of an FSDP JSON config file.");
+  t.add(&TA::deepspeed, "deepspeed", "Path of a DeepSpeed JSON config file.");
+
+  return t.finish();
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& training_args_options() {
+  static const std::vector<OptionSpec> options = build_training_args_options();
+  return options;
+}
+
+const OptionSpec* find_training_args_option(const std::string& name) {
+  for (const OptionSpec& spec : training_args_options()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace ctrainer

@@ -1,0 +1,83 @@
+// Trainer::evaluate / predict and the evaluation loop they share (HF's evaluation_loop).
+#include <cmath>
+
+#include <torch/utils.h>
+
+#include <ctrainer/trainer/metrics_report.h>
+#include <ctrainer/trainer/speed_metrics.h>
+#include <ctrainer/trainer/tensor_concat.h>
+#include <ctrainer/trainer/trainer.h>
+
+namespace ctrainer {
+
+Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool prediction_loss_only,
+                                                 const std::string& prefix) {
+  model_->eval();
+  std::vector<at::Tensor> losses, preds, labels;            // on the device, not yet moved
+  std::vector<at::Tensor> host_losses, host_preds, host_labels;
+  auto flush_to_host = [&] {
+    // HF's eval_accumulation_steps: bound device memory by moving outputs to the host.
+    if (!losses.empty()) host_losses.push_back(at::cat(losses).cpu());
+    if (!preds.empty()) host_preds.push_back(concat_padded(preds).cpu());
+    if (!labels.empty()) host_labels.push_back(concat_padded(labels).cpu());
+    losses.clear();
+    preds.clear();
+    labels.clear();
+  };
+  const int64_t n = loader.num_batches();
+  for (int64_t i = 0; i < n; ++i) {
+    Batch inputs = loader.batch(i);
+    const int64_t batch_size = inputs.size();
+    PredictionStepOutput out = prediction_step(*model_, inputs, prediction_loss_only);
+    // Batch losses are repeated per example so eval_loss is the mean over examples.
+    if (out.loss.defined()) losses.push_back(out.loss.reshape({1}).expand({batch_size}).to(at::kFloat));
+    if (out.logits.defined()) preds.push_back(out.logits);
+    if (out.labels.defined()) labels.push_back(out.labels);
+    fire(&TrainerCallback::on_prediction_step);
+    if (args_.eval_accumulation_steps && (i + 1) % *args_.eval_accumulation_steps == 0) flush_to_host();
+  }
+  flush_to_host();
+
+  EvalLoopOutput out;
+  out.predictions = concat_padded(host_preds);
+  out.label_ids = concat_padded(host_labels);
+  out.num_samples = loader.sampler().size();
+  if (components_.compute_metrics && out.predictions.defined() && out.label_ids.defined())
+    out.metrics = components_.compute_metrics(EvalPrediction{out.predictions, out.label_ids});
+  if (!host_losses.empty()) out.metrics["loss"] = at::cat(host_losses).mean().item<double>();
+  Metrics prefixed;
+  for (const auto& [k, v] : out.metrics)
+    prefixed[k.rfind(prefix + "_", 0) == 0 ? k : prefix + "_" + k] = v;
+  out.metrics = std::move(prefixed);
+  return out;
+}
+
+Metrics Trainer::evaluate(std::shared_ptr<Dataset> eval_dataset, const std::string& metric_key_prefix) {
+  auto loader = get_eval_dataloader(std::move(eval_dataset));
+  const auto start = std::chrono::steady_clock::now();
+  const bool loss_only = !components_.compute_metrics;
+  EvalLoopOutput output = evaluation_loop(*loader, loss_only, metric_key_prefix);
+  const double batch = static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
+  Metrics speed = speed_metrics(metric_key_prefix, start, static_cast<double>(output.num_samples),
+                                std::ceil(static_cast<double>(output.num_samples) / batch));
+  output.metrics.insert(speed.begin(), speed.end());
+  log(metrics_to_json(output.metrics));
+  control_.should_evaluate = false;
+  fire(&TrainerCallback::on_evaluate, &output.metrics);
+  return output.metrics;
+}
+
+PredictionOutput Trainer::predict(std::shared_ptr<Dataset> test_dataset,
+                                  const std::string& metric_key_prefix) {
+  auto loader = get_test_dataloader(std::move(test_dataset));
+  const auto start = std::chrono::steady_clock::now();
+  EvalLoopOutput output = evaluation_loop(*loader, /*prediction_loss_only=*/false, metric_key_prefix);
+  const double batch = static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
+  Metrics speed = speed_metrics(metric_key_prefix, start, static_cast<double>(output.num_samples),
+                                std::ceil(static_cast<double>(output.num_samples) / batch));
+  output.metrics.insert(speed.begin(), speed.end());
+  fire(&TrainerCallback::on_predict, &output.metrics);
+  return PredictionOutput{output.predictions, output.label_ids, output.metrics};
+}
+
+}  // namespace ctrainer
