@@ -255,6 +255,11 @@ SafetensorsHeader parse_header(std::string_view text, std::uint64_t data_len,
   if (text.empty() || text.front() != '{') {
     fail(source, "the header must be a JSON object starting with '{'");
   }
+  // nlohmann's lexer takes a NUL byte for the end of input, which would accept "{}\0garbage";
+  // JSON text never contains a raw NUL (strings must escape it).
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    fail(source, "header is not valid UTF-8 JSON: NUL byte at offset " + std::to_string(nul));
+  }
   const json root = parse_json_rejecting_duplicates(text, source);
   if (!root.is_object()) fail(source, "the header must be a JSON object, got " + describe(root));
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
 #include <ctrainer/trainer/data/batch.h>
@@ -31,6 +32,10 @@ class Model : public torch::nn::Module {
   /// HF's estimate: 6 x tokens ("input_ids" elements) x non-embedding parameters; 0 when the
   /// batch has no "input_ids". Override for other model kinds.
   virtual double floating_point_ops(const Batch& batch) const;
+
+  /// The model's configuration, saved as config.json next to its weights in checkpoints
+  /// (HF's config.json). Models without one return nothing.
+  virtual std::optional<nlohmann::json> config() const { return std::nullopt; }
 
   /// Number of parameters, optionally without those of embedding layers.
   int64_t num_parameters(bool exclude_embeddings = false) const;

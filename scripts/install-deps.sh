@@ -7,6 +7,7 @@ packages=(
   libopenblas0-openmp                 # fast BLAS for libtorch's GEMMs (OpenMP build, see README)
   libspdlog-dev libfmt-dev nlohmann-json3-dev libboost-program-options-dev
   libgtest-dev libgmock-dev libutf8proc-dev
+  zlib1g-dev                          # CRC-32 of checkpoint files
 )
 missing=()
 for p in "${packages[@]}"; do

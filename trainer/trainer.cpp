@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include <ctrainer/trainer/callbacks/default_flow_callback.h>
+#include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/callbacks/log_file_callback.h>
 #include <ctrainer/trainer/callbacks/progress_callback.h>
 #include <ctrainer/trainer/cpu_runtime.h>
@@ -19,6 +20,7 @@
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 #include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/signal_guard.h>
 #include <ctrainer/trainer/speed_metrics.h>
 #include <ctrainer/integrations/report_to.h>
 
@@ -245,15 +247,9 @@ void Trainer::maybe_log_save_evaluate() {
   if (control_.should_evaluate) {
     Metrics metrics = evaluate();
     update_best_metric(metrics);
+    if (args_.save_strategy == "best") control_.should_save = is_new_best_;
   }
-  if (control_.should_save) {
-    // Only a user callback can request this: save_strategy != "no" is refused by validate().
-    logging::logger()->error(
-        "a callback set control.should_save at step {}, but checkpoint saving is not supported "
-        "yet; no checkpoint was written",
-        state_.global_step);
-    control_.should_save = false;
-  }
+  if (control_.should_save) save_checkpoint();
 }
 
 void Trainer::update_best_metric(const Metrics& metrics) {
@@ -271,10 +267,27 @@ void Trainer::update_best_metric(const Metrics& metrics) {
   if (!state_.best_metric || (greater ? it->second > *state_.best_metric : it->second < *state_.best_metric)) {
     state_.best_metric = it->second;
     state_.best_global_step = state_.global_step;
+    is_new_best_ = true;
   }
 }
 
 // ---- training loop -----------------------------------------------------------------------------
+
+void Trainer::exit_on_signal(int signal) {
+  const std::string name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : std::to_string(signal);
+  // The step that was running when the signal came has finished; checkpoint it unless the
+  // regular schedule just did.
+  const auto folder = checkpoint_path(args_.output_dir, state_.global_step);
+  const bool saved = std::filesystem::exists(folder) && !verify_checkpoint(folder);
+  const std::string where = saved ? folder.string() : save_checkpoint();
+  logging::logger()->warn("received {} at step {}: checkpoint {} written; exiting with code {}. "
+                          "Resume with --resume_from_checkpoint latest.",
+                          name, state_.global_step, where, SignalGuard::exit_code(signal));
+  logging::logger()->flush();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::exit(SignalGuard::exit_code(signal));
+}
 
 TrainOutput Trainer::train() {
   const auto start = std::chrono::steady_clock::now();
@@ -335,19 +348,31 @@ TrainOutput Trainer::train() {
   grad_norm_ = at::Tensor();
   total_loss_scalar_ = 0;
   globalstep_last_logged_ = 0;
-  strategy_->zero_grad(*model_);
+  is_new_best_ = false;
   state_.epoch = 0.0;
+  const std::optional<std::string> resume = resolve_resume_checkpoint();
+  DataPosition resume_at;
+  if (resume) resume_at = load_checkpoint(*resume, len_dataloader);
+  position_ = resume_at;
+  strategy_->zero_grad(*model_);
   control_.new_training();
   fire(&TrainerCallback::on_train_begin);
+  // Last, so that nothing between the checkpoint's capture and the first step draws numbers.
+  if (resume) restore_rng(*resume);
+  std::optional<SignalGuard> signals;
+  if (args_.save_on_signal) signals.emplace();
 
-  for (int64_t epoch = 0; epoch < num_train_epochs; ++epoch) {
+  for (int64_t epoch = resume_at.epoch; epoch < num_train_epochs && state_.global_step < max_steps; ++epoch) {
     loader.set_epoch(epoch);
     const int64_t steps_in_epoch = len_dataloader;
     control_.new_epoch();
     fire(&TrainerCallback::on_epoch_begin);
     const int64_t total_updates = ceil_div(steps_in_epoch, ga);
-    int64_t step = -1;
-    for (int64_t update = 0; update < total_updates && !control_.should_epoch_stop &&
+    // A resumed epoch starts at the next unseen batch: batches are fetched by index, so the
+    // skipped ones are never materialised.
+    const int64_t first_update = epoch == resume_at.epoch ? resume_at.batches_consumed / ga : 0;
+    int64_t step = first_update * ga - 1;
+    for (int64_t update = first_update; update < total_updates && !control_.should_epoch_stop &&
                              !control_.should_training_stop;
          ++update) {
       // The whole window is fetched first (HF's get_batch_samples) so that each micro-batch's
@@ -362,6 +387,7 @@ TrainOutput Trainer::train() {
       }
       for (int64_t i = 0; i < window_size; ++i) {
         ++step;
+        position_ = {epoch, step + 1};
         sync_gradients_ = (i == window_size - 1);
         if (i == 0) {
           control_.new_step();
@@ -382,16 +408,19 @@ TrainOutput Trainer::train() {
                          static_cast<double>(step + 1) / static_cast<double>(steps_in_epoch);
           fire(&TrainerCallback::on_step_end);
           maybe_log_save_evaluate();
+          if (signals && SignalGuard::pending() != 0) exit_on_signal(SignalGuard::pending());
         } else {
           fire(&TrainerCallback::on_substep_end);
         }
         if (control_.should_epoch_stop || control_.should_training_stop) break;
       }
     }
+    if (!control_.should_training_stop) position_ = {epoch, steps_in_epoch};
     fire(&TrainerCallback::on_epoch_end);
     maybe_log_save_evaluate();
     if (control_.should_training_stop) break;
   }
+  if (args_.load_best_model_at_end) load_best_model();
 
   // Loss of steps after the last logging step still counts towards the mean training loss.
   total_loss_scalar_ += strategy_->mean_across_processes(tr_loss_).item<double>();

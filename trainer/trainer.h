@@ -129,6 +129,10 @@ class Trainer {
                                                bool prediction_loss_only);
   /// Adds epoch and step, appends to state().log_history and fires on_log.
   virtual void log(nlohmann::json logs);
+  /// Writes output_dir/checkpoint-<global_step> atomically (weights, optimizer, scheduler, RNG,
+  /// trainer state, arguments; see docs/checkpoint-format.md), tracks the best checkpoint,
+  /// rotates old ones (save_total_limit) and fires on_save. Returns the folder.
+  virtual std::string save_checkpoint();
 
   // ---- callbacks ---------------------------------------------------------------------------
   void add_callback(std::shared_ptr<TrainerCallback> callback);
@@ -178,6 +182,24 @@ class Trainer {
   void write_training_args() const;
   double learning_rate() const;
 
+  /// Where training resumes from (HF's resume_from_checkpoint: a path, or true/latest).
+  std::optional<std::string> resolve_resume_checkpoint() const;
+  /// Position of a resumed run in the data: epoch index and batches already consumed in it.
+  struct DataPosition {
+    int64_t epoch = 0;
+    int64_t batches_consumed = 0;
+  };
+  /// Restores weights, optimizer, scheduler, trainer state, callbacks and the loop's running
+  /// sums from `folder`; returns where the data resumes. RNG is restored by restore_rng().
+  DataPosition load_checkpoint(const std::string& folder, int64_t steps_in_epoch);
+  void restore_rng(const std::string& folder);
+  /// Loads model weights saved by save_checkpoint (names and shapes must match exactly).
+  void load_model_weights(const std::string& folder);
+  /// HF's load_best_model_at_end.
+  void load_best_model();
+  /// Preemption: checkpoints the finished step (unless already saved) and exits 128 + signal.
+  [[noreturn]] void exit_on_signal(int signal);
+
   std::shared_ptr<Model> model_;
   TrainingArguments args_;
   TrainerComponents components_;
@@ -198,6 +220,10 @@ class Trainer {
   int64_t globalstep_last_logged_ = 0;
   /// Whether the current micro-batch ends an accumulation window (gradients are synchronised).
   bool sync_gradients_ = true;
+  /// Where the loop is, saved in checkpoints so a resumed run continues with the next batch.
+  DataPosition position_;
+  /// The last evaluation produced a new best metric (the next save becomes the best checkpoint).
+  bool is_new_best_ = false;
 };
 
 }  // namespace ctrainer

@@ -1,5 +1,7 @@
 #include <ctrainer/trainer/trainer_state.h>
 
+#include <stdexcept>
+
 namespace ctrainer {
 
 nlohmann::json TrainerState::to_json() const {
@@ -22,6 +24,51 @@ nlohmann::json TrainerState::to_json() const {
   out["is_world_process_zero"] = is_world_process_zero;
   out["stateful_callbacks"] = stateful_callbacks;
   return out;
+}
+
+namespace {
+
+template <typename T>
+void read_field(const nlohmann::json& j, const char* key, T& out) {
+  if (!j.contains(key)) throw std::runtime_error(std::string("trainer_state.json lacks \"") + key + "\"");
+  try {
+    out = j.at(key).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("trainer_state.json: bad \"") + key + "\": " + e.what());
+  }
+}
+
+template <typename T>
+void read_optional(const nlohmann::json& j, const char* key, std::optional<T>& out) {
+  out.reset();
+  if (!j.contains(key) || j.at(key).is_null()) return;
+  T value{};
+  read_field(j, key, value);
+  out = value;
+}
+
+}  // namespace
+
+TrainerState TrainerState::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("trainer_state.json is not a JSON object");
+  TrainerState s;
+  read_optional(j, "epoch", s.epoch);
+  read_field(j, "global_step", s.global_step);
+  read_field(j, "max_steps", s.max_steps);
+  read_field(j, "logging_steps", s.logging_steps);
+  read_field(j, "eval_steps", s.eval_steps);
+  read_field(j, "save_steps", s.save_steps);
+  read_field(j, "train_batch_size", s.train_batch_size);
+  read_field(j, "num_train_epochs", s.num_train_epochs);
+  read_field(j, "total_flos", s.total_flos);
+  read_field(j, "log_history", s.log_history);
+  read_optional(j, "best_metric", s.best_metric);
+  read_optional(j, "best_global_step", s.best_global_step);
+  read_optional(j, "best_model_checkpoint", s.best_model_checkpoint);
+  read_field(j, "is_local_process_zero", s.is_local_process_zero);
+  read_field(j, "is_world_process_zero", s.is_world_process_zero);
+  if (j.contains("stateful_callbacks")) s.stateful_callbacks = j.at("stateful_callbacks");
+  return s;
 }
 
 }  // namespace ctrainer

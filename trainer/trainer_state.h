@@ -35,6 +35,8 @@ struct TrainerState {
 
   /// HF trainer_state.json layout.
   nlohmann::json to_json() const;
+  /// Reads trainer_state.json; throws std::runtime_error naming the field on bad content.
+  static TrainerState from_json(const nlohmann::json& j);
 };
 
 /// Flags that callbacks set and the training loop obeys (HF TrainerControl).

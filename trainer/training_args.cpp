@@ -203,6 +203,11 @@ void TrainingArguments::validate() {
   if (fp16 && bf16) {
     throw ArgumentError("--fp16 and --bf16 cannot both be set; choose one mixed precision");
   }
+  if (save_strategy == "best" && !metric_for_best_model) {
+    throw ArgumentError(
+        "--save_strategy best needs --metric_for_best_model (for example "
+        "--metric_for_best_model loss) to know which checkpoint is best");
+  }
   if (load_best_model_at_end && save_strategy != "best") {
     if (eval_strategy != save_strategy) {
       throw ArgumentError(
@@ -238,13 +243,6 @@ void TrainingArguments::validate() {
   // ---- 5. features that have not landed yet ----
   // One line per feature, after the checks above so that a bad value still gets its specific
   // message. Delete a line when its feature lands.
-  const std::string kNoCheckpoints = "checkpointing has not landed";
-  if (save_strategy != "no") {
-    throw NotSupportedYet("save_strategy " + save_strategy,
-                          kNoCheckpoints + "; use --save_strategy no");
-  }
-  if (load_best_model_at_end) throw NotSupportedYet("load_best_model_at_end", kNoCheckpoints);
-  if (resume_from_checkpoint) throw NotSupportedYet("resume_from_checkpoint", kNoCheckpoints);
   if (fp16) throw NotSupportedYet("fp16", "mixed precision has not landed");
   if (bf16) throw NotSupportedYet("bf16", "mixed precision has not landed");
   if (local_rank != -1) throw NotSupportedYet("local_rank", "distributed training has not landed");

@@ -35,9 +35,8 @@ struct TrainingArguments {
   /// Log every N optimizer steps (a value < 1 is a ratio of max_steps).
   double logging_steps = 500;
   bool logging_first_step = false;
-  /// HF's default is "steps"; ctrainer defaults to "no" until checkpointing lands (any other
-  /// value is refused with "not supported yet").
-  std::string save_strategy = "no";
+  /// When to write output_dir/checkpoint-<step>: "no" | "steps" | "epoch" | "best".
+  std::string save_strategy = "steps";
   double save_steps = 500;
   std::optional<int64_t> save_total_limit;
   bool save_only_model = false;
@@ -102,8 +101,12 @@ struct TrainingArguments {
   bool load_best_model_at_end = false;
   std::optional<std::string> metric_for_best_model;
   std::optional<bool> greater_is_better;
+  /// A checkpoint folder, or "true"/"latest" for the newest complete one in output_dir.
   std::optional<std::string> resume_from_checkpoint;
   bool ignore_data_skip = false;
+  /// On SIGTERM/SIGINT finish the current optimizer step, save a checkpoint and exit
+  /// (exit code 143 for SIGTERM, 130 for SIGINT); a second SIGINT aborts at once.
+  bool save_on_signal = true;
 
   // ---- device / precision ----
   /// Alias: no_cuda.

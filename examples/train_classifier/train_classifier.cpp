@@ -82,12 +82,18 @@ void report(const ctrainer::TrainingArguments& args, const std::string& split,
   ctrainer::save_metrics(args.output_dir, split, metrics);
 }
 
-int run(const ctrainer::TrainingArguments& args, const ExampleOptions& opt) {
+int run(ctrainer::TrainingArguments args, const ExampleOptions& opt) {
   if (!args.do_train && !args.do_eval && !args.do_predict)
     throw ctrainer::ArgumentError("nothing to do: pass --do_train, --do_eval and/or --do_predict");
-  ctrainer::check_output_dir(args);
   // Like run_glue: the main process logs at info level unless --log_level says otherwise.
   ctrainer::logging::set_verbosity(spdlog::level::info);
+  if (auto last = ctrainer::check_output_dir(args)) {
+    ctrainer::logging::logger()->info(
+        "Checkpoint detected, resuming training at {}. To avoid this, change --output_dir or add "
+        "--overwrite_output_dir to train from scratch.",
+        *last);
+    args.resume_from_checkpoint = *last;
+  }
 
   const auto seed = static_cast<uint64_t>(args.seed);
   auto train = make_spirals(opt.num_train_examples, opt.num_classes, opt.noise, seed);

@@ -58,8 +58,9 @@ TEST(Callbacks, EventSequenceOfASmallRun) {
   std::vector<std::string> expected = {"on_init_end", "on_train_begin", "on_epoch_begin"};
   expected.insert(expected.end(), step.begin(), step.end());
   expected.insert(expected.end(), step.begin(), step.end());
+  // The last step also saves: HF's default save_strategy "steps" saves at the end of training.
   for (const char* e : {"on_prediction_step", "on_prediction_step", "on_log", "on_evaluate",
-                        "on_epoch_end", "on_log", "on_train_end", "on_prediction_step",
+                        "on_save", "on_epoch_end", "on_log", "on_train_end", "on_prediction_step",
                         "on_prediction_step", "on_predict"})
     expected.push_back(e);
   EXPECT_EQ(recorder->events, expected);

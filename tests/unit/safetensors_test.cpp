@@ -277,7 +277,9 @@ TEST_F(SafetensorsTest, HeaderIsPaddedAndOffsetsAreAlignedAndContiguous) {
     for (int i = 0; i < count; ++i) {
       const at::ScalarType type = types[rng() % std::size(types)];
       const std::int64_t n = static_cast<std::int64_t>(rng() % 7);  // odd sizes break alignment
-      tensors["t" + std::to_string(rng() % 1000)] = at::zeros({n}, type);
+      std::string name = "t";
+      name += std::to_string(rng() % 1000);
+      tensors[name] = at::zeros({n}, type);
     }
     std::map<std::string, std::string> metadata;
     metadata["k"] = std::string(rng() % 9, 'x');  // varies the header length
@@ -361,7 +363,9 @@ TEST(SafetensorsMalformed, RejectsHeadersThatAreNotJsonObjects) {
   expect_rejected(make_file("\"str\"", ""), "JSON object");
   expect_rejected(make_file("{}}", ""), "not valid UTF-8 JSON");
   expect_rejected(make_file("{} x", ""), "not valid UTF-8 JSON");
-  expect_rejected(make_file(std::string("{}\0", 3), ""), "not valid UTF-8 JSON");
+  expect_rejected(make_file(std::string("{}\0", 3), ""), "NUL byte at offset 2");
+  expect_rejected(make_file(std::string("{}\0garbage", 10), ""), "NUL byte");
+  expect_rejected(make_file(std::string("{\"a\0\":1}", 8), ""), "NUL byte");
   expect_rejected(make_file("{\"\xff\":1}", ""), "not valid UTF-8 JSON");
   expect_rejected(make_file("{\"a\":\"\xC3\"}", ""), "not valid UTF-8 JSON");
 }

@@ -70,8 +70,7 @@ std::string joined(const std::vector<std::string>& tokens) {
 // ---- defaults ----------------------------------------------------------------------------------
 
 TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
-  // transformers.TrainingArguments defaults; save_strategy is "no" (HF: "steps") until
-  // checkpointing lands.
+  // transformers.TrainingArguments defaults, plus ctrainer's save_on_signal.
   const json expected = {
       {"output_dir", "trainer_output"},
       {"overwrite_output_dir", false},
@@ -84,7 +83,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"logging_strategy", "steps"},
       {"logging_steps", 500.0},
       {"logging_first_step", false},
-      {"save_strategy", "no"},
+      {"save_strategy", "steps"},
       {"save_steps", 500.0},
       {"save_total_limit", nullptr},
       {"save_only_model", false},
@@ -122,6 +121,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"greater_is_better", nullptr},
       {"resume_from_checkpoint", nullptr},
       {"ignore_data_skip", false},
+      {"save_on_signal", true},
       {"use_cpu", false},
       {"fp16", false},
       {"bf16", false},
@@ -137,7 +137,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"deepspeed", nullptr},
   };
   const json actual = to_json(TrainingArguments{});
-  EXPECT_EQ(actual.size(), 62u);
+  EXPECT_EQ(actual.size(), 63u);
   EXPECT_EQ(actual, expected) << json::diff(expected, actual).dump(2);
   EXPECT_EQ(training_args_options().size(), expected.size());
 }
@@ -414,7 +414,7 @@ TEST(ArgumentParserTest, Contradictions) {
             "--fp16 and --bf16 cannot both be set; choose one mixed precision");
   EXPECT_NE(parse_error({"--load_best_model_at_end", "--eval_strategy", "epoch"})
                 .find("--load_best_model_at_end requires --save_strategy to match "
-                      "--eval_strategy (got eval_strategy epoch, save_strategy no)"),
+                      "--eval_strategy (got eval_strategy epoch, save_strategy steps)"),
             std::string::npos);
   EXPECT_NE(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
                          "100", "--save_strategy", "steps", "--save_steps", "150"})
@@ -428,17 +428,15 @@ TEST(ArgumentParserTest, Contradictions) {
                          "0.2", "--save_strategy", "steps", "--save_steps", "0.5"})
                 .find("--save_steps (0.5) to be a multiple of --eval_steps (0.2)"),
             std::string::npos);
-  // Compatible strategies and steps pass the rule and reach the not-supported-yet refusals.
-  EXPECT_EQ(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
-                         "0.1", "--save_strategy", "steps", "--save_steps", "0.5"},
-                        true)
-                .rfind("not supported yet: --save_strategy steps", 0),
-            0u);
-  EXPECT_EQ(parse_error({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
-                         "100", "--save_strategy", "steps", "--save_steps", "300"},
-                        true)
-                .rfind("not supported yet: --save_strategy steps", 0),
-            0u);
+  // Compatible strategies and steps pass the rule.
+  EXPECT_NO_THROW(parse_ok({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "0.1", "--save_strategy", "steps", "--save_steps", "0.5"}));
+  EXPECT_NO_THROW(parse_ok({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
+                         "100", "--save_strategy", "steps", "--save_steps", "300"}));
+  // save_strategy best needs a metric to compare checkpoints by.
+  EXPECT_NE(parse_error({"--save_strategy", "best"}).find("--save_strategy best needs --metric_for_best_model"),
+            std::string::npos);
+  EXPECT_NO_THROW(parse_ok({"--save_strategy", "best", "--metric_for_best_model", "accuracy"}));
 }
 
 TEST(TrainingArgumentsTest, ValidateChecksStructsFilledInCode) {
@@ -458,11 +456,6 @@ TEST(TrainingArgumentsTest, ValidateChecksStructsFilledInCode) {
 
 TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--save_strategy", "steps"}, "not supported yet: --save_strategy steps"},
-      {{"--save_strategy", "epoch"}, "not supported yet: --save_strategy epoch"},
-      {{"--save_strategy", "best"}, "not supported yet: --save_strategy best"},
-      {{"--load_best_model_at_end"}, "not supported yet: --load_best_model_at_end"},
-      {{"--resume_from_checkpoint", "ckpt"}, "not supported yet: --resume_from_checkpoint"},
       {{"--fp16"}, "not supported yet: --fp16"},
       {{"--bf16", "true"}, "not supported yet: --bf16"},
       {{"--local_rank", "0"}, "not supported yet: --local_rank"},
@@ -514,7 +507,8 @@ TEST(TrainingArgumentsTest, DerivedDefaultsFollowTransformers) {
 
   TrainingArguments best;
   best.load_best_model_at_end = true;
-  EXPECT_THROW(best.validate(), NotSupportedYet);
+  best.eval_strategy = "steps";  // must match the default save_strategy
+  EXPECT_NO_THROW(best.validate());
   EXPECT_EQ(best.metric_for_best_model, "loss");
   EXPECT_EQ(best.greater_is_better, false);
 }

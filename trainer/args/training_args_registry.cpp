@@ -78,16 +78,18 @@ std::vector<OptionSpec> build_training_args_options() {
         "the total training steps.");
   t.add(&TA::logging_first_step, "logging_first_step", "Also log after the first optimizer step.");
   t.add_enum(&TA::save_strategy, "save_strategy",
-             "When to save checkpoints: no, steps, epoch or best. ctrainer defaults to no (HF: "
-             "steps) until checkpointing lands.",
+             "When to save checkpoints (output_dir/checkpoint-<step>): no, steps, epoch, or best "
+             "(whenever metric_for_best_model improves).",
              {"no", "steps", "epoch", "best"});
   t.add(&TA::save_steps, "save_steps",
         "Save every N optimizer steps with save_strategy=steps; a value below 1 is a ratio of the "
         "total training steps.");
   t.add(&TA::save_total_limit, "save_total_limit",
-        "Keep at most this many checkpoints, deleting the oldest (unset: keep all).");
+        "Keep at most this many checkpoints, deleting the oldest but never the best one (unset: "
+        "keep all).");
   t.add(&TA::save_only_model, "save_only_model",
-        "Save only the model in checkpoints, not the optimizer, scheduler and RNG states.");
+        "Save only the model in checkpoints, not the optimizer, scheduler and RNG states (such a "
+        "checkpoint cannot be resumed from).");
 
   t.group("batch sizes");
   t.add(&TA::per_device_train_batch_size, "per_device_train_batch_size",
@@ -163,9 +165,13 @@ std::vector<OptionSpec> build_training_args_options() {
         "Whether a higher metric_for_best_model is better. Defaults to false when the metric "
         "ends with loss, true otherwise.");
   t.add(&TA::resume_from_checkpoint, "resume_from_checkpoint",
-        "Path of a checkpoint folder to resume training from.");
+        "Checkpoint folder to resume training from, or true/latest for the newest complete "
+        "checkpoint in output_dir.");
   t.add(&TA::ignore_data_skip, "ignore_data_skip",
         "When resuming, do not skip the batches already seen in the interrupted epoch.");
+  t.add(&TA::save_on_signal, "save_on_signal",
+        "On SIGTERM or SIGINT, finish the current optimizer step, save a checkpoint and exit with "
+        "code 143 (SIGTERM) or 130 (SIGINT); a second SIGINT aborts at once.");
 
   t.group("device and precision");
   t.add(&TA::use_cpu, "use_cpu", "Train on the CPU even when an accelerator is available.")
@@ -180,13 +186,13 @@ std::vector<OptionSpec> build_training_args_options() {
   t.group("distributed");
   t.add(&TA::local_rank, "local_rank",
         "Rank of the process on its node, as passed by launchers (-1: not distributed).");
-  t.add_enum(&TA::ddp_backend, "ddp_backend", "Distributed backend: gloo or nccl.",
+  t.add_enum(&TA::ddp_backend, "ddp_backend", "Distributed backend: gloo or nccl (multi-process runs only).",
              {"gloo", "nccl"});
-  t.add(&TA::ddp_timeout, "ddp_timeout", "Timeout of the process-group operations, in seconds.");
+  t.add(&TA::ddp_timeout, "ddp_timeout", "Timeout of the process-group operations, in seconds (multi-process runs only).");
   t.add(&TA::ddp_find_unused_parameters, "ddp_find_unused_parameters",
-        "find_unused_parameters of DistributedDataParallel.");
+        "find_unused_parameters of DistributedDataParallel (multi-process runs only).");
   t.add(&TA::ddp_bucket_cap_mb, "ddp_bucket_cap_mb",
-        "Gradient bucket size of DistributedDataParallel, in MiB.");
+        "Gradient bucket size of DistributedDataParallel, in MiB (multi-process runs only).");
   t.add(&TA::fsdp, "fsdp",
         "Fully sharded data parallel options, space separated (full_shard, shard_grad_op, "
         "hybrid_shard, hybrid_shard_zero2, offload, auto_wrap, no_shard).");

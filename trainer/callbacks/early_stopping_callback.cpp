@@ -45,6 +45,14 @@ void EarlyStoppingCallback::on_evaluate(Args args, TrainerState& state, TrainerC
   state.stateful_callbacks[name()] = this->state();
 }
 
+void EarlyStoppingCallback::restore_state(const nlohmann::json& saved) {
+  try {
+    patience_counter_ = saved.at("attributes").at("early_stopping_patience_counter").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("checkpoint: bad EarlyStoppingCallback state: ") + e.what());
+  }
+}
+
 nlohmann::json EarlyStoppingCallback::state() const {
   return {{"args",
            {{"early_stopping_patience", patience_}, {"early_stopping_threshold", threshold_}}},

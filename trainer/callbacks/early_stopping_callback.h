@@ -14,6 +14,8 @@ class EarlyStoppingCallback : public TrainerCallback {
   std::string name() const override { return "EarlyStoppingCallback"; }
   void on_train_begin(Args args, TrainerState& state, TrainerControl& control, Ctx) override;
   void on_evaluate(Args args, TrainerState& state, TrainerControl& control, Ctx ctx) override;
+  /// Restores the patience counter saved in a checkpoint.
+  void restore_state(const nlohmann::json& saved) override;
 
   /// Evaluations without improvement so far.
   int64_t patience_counter() const { return patience_counter_; }

@@ -24,7 +24,12 @@ std::ofstream open_log(const TrainingArguments& args, std::ios::openmode mode) {
 }  // namespace
 
 void LogFileCallback::on_train_begin(Args args, TrainerState& state, TrainerControl&, Ctx) {
-  if (state.is_world_process_zero && state.global_step == 0) open_log(args, std::ios::trunc);
+  if (!state.is_world_process_zero) return;
+  // A fresh run starts an empty file; a resumed run rewrites it from the restored history, which
+  // drops lines an interrupted run logged after its last checkpoint.
+  auto out = open_log(args, std::ios::trunc);
+  if (state.global_step > 0)
+    for (const auto& entry : state.log_history) out << entry.dump() << '\n';
 }
 
 void LogFileCallback::on_log(Args args, TrainerState& state, TrainerControl&, Ctx) {

@@ -7,8 +7,8 @@
 namespace ctrainer {
 
 /// Appends each log dict (with "step" and "epoch") as one JSON line to
-/// output_dir/trainer_log.jsonl on the world's main process. A fresh run (global_step 0 at
-/// on_train_begin) starts a new file.
+/// output_dir/trainer_log.jsonl on the world's main process. A fresh run starts a new file; a
+/// resumed run rewrites it from the checkpoint's log_history first.
 class LogFileCallback : public TrainerCallback {
  public:
   static constexpr const char* kFileName = "trainer_log.jsonl";

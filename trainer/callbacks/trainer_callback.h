@@ -44,6 +44,9 @@ class TrainerCallback {
   virtual ~TrainerCallback() = default;
   /// A stable name (used for removal and for stateful_callbacks in checkpoints).
   virtual std::string name() const = 0;
+  /// Restores what the callback stored in state.stateful_callbacks[name()] (HF's
+  /// ExportableState) when training resumes from a checkpoint. Stateless callbacks ignore it.
+  virtual void restore_state(const nlohmann::json& saved) { (void)saved; }
 
   using Args = const TrainingArguments&;
   using Ctx = const CallbackContext&;

@@ -1,0 +1,195 @@
+#include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ctrainer {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kPrefix = "checkpoint-";
+
+/// fsync a file or a directory: data must be on disk before the rename publishes it.
+void fsync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw std::system_error(err, std::generic_category(), "fsync " + path.string());
+}
+
+std::vector<fs::path> regular_files(const fs::path& folder) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::recursive_directory_iterator(folder))
+    if (entry.is_regular_file()) out.push_back(entry.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Whether two paths name the same folder (false when either is gone).
+bool same_folder(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) && !ec;
+}
+
+}  // namespace
+
+fs::path checkpoint_path(const fs::path& output_dir, int64_t step) {
+  return output_dir / (kPrefix + std::to_string(step));
+}
+
+std::optional<int64_t> checkpoint_step(const fs::path& folder) {
+  const std::string name = folder.filename().string();
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const std::string digits = name.substr(std::char_traits<char>::length(kPrefix));
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoll(digits);
+}
+
+uint32_t file_crc32(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  std::vector<char> buffer(8 << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = in.gcount();
+    if (got > 0) crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(got));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+fs::path write_checkpoint_atomically(const fs::path& output_dir, int64_t step,
+                                     const std::function<void(const fs::path&)>& write_files) {
+  fs::create_directories(output_dir);
+  const fs::path final_dir = checkpoint_path(output_dir, step);
+  // A hidden sibling on the same filesystem, so the final rename is atomic.
+  const fs::path tmp_dir = output_dir / (".tmp-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
+  fs::remove_all(tmp_dir);
+  fs::create_directories(tmp_dir);
+  try {
+    write_files(tmp_dir);
+    nlohmann::json files = nlohmann::json::object();
+    for (const auto& file : regular_files(tmp_dir)) {
+      fsync_path(file, false);
+      files[fs::relative(file, tmp_dir).string()] = {{"size", fs::file_size(file)}, {"crc32", file_crc32(file)}};
+    }
+    {
+      std::ofstream manifest(tmp_dir / kCheckpointManifest);
+      manifest << nlohmann::json{{"format_version", kCheckpointFormatVersion}, {"step", step}, {"files", files}}.dump(2)
+               << '\n';
+      manifest.flush();
+      if (!manifest) throw std::runtime_error("cannot write " + (tmp_dir / kCheckpointManifest).string());
+    }
+    fsync_path(tmp_dir / kCheckpointManifest, false);
+    fsync_path(tmp_dir, true);
+    if (fs::exists(final_dir)) {
+      // Same step saved again (e.g. the end-of-training save): keep the old one until the new
+      // one is complete, then swap.
+      const fs::path old_dir = output_dir / (".old-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
+      fs::remove_all(old_dir);
+      fs::rename(final_dir, old_dir);
+      fs::rename(tmp_dir, final_dir);
+      fs::remove_all(old_dir);
+    } else {
+      fs::rename(tmp_dir, final_dir);
+    }
+    fsync_path(output_dir, true);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp_dir, ec);
+    throw;
+  }
+  return final_dir;
+}
+
+std::optional<std::string> verify_checkpoint(const fs::path& folder) {
+  const fs::path manifest_path = folder / kCheckpointManifest;
+  if (!fs::is_regular_file(manifest_path))
+    return "no " + std::string(kCheckpointManifest) + " in " + folder.string() +
+           " (the save did not complete)";
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+  } catch (const std::exception& e) {
+    return manifest_path.string() + " is not valid JSON: " + e.what();
+  }
+  if (!manifest.is_object() || !manifest.contains("files") || !manifest["files"].is_object())
+    return manifest_path.string() + " has no \"files\" object";
+  if (manifest.value("format_version", 0) > kCheckpointFormatVersion)
+    return folder.string() + " has checkpoint format version " + manifest["format_version"].dump() +
+           ", newer than this ctrainer supports (" + std::to_string(kCheckpointFormatVersion) + ")";
+  for (const auto& [name, info] : manifest["files"].items()) {
+    const fs::path file = folder / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) return "missing file " + file.string();
+    const auto size = fs::file_size(file, ec);
+    if (ec || !info.contains("size") || size != info["size"].get<uint64_t>())
+      return "file " + file.string() + " has " + std::to_string(size) + " bytes, the manifest recorded " +
+             (info.contains("size") ? info["size"].dump() : std::string("none")) + " (truncated or overwritten)";
+    if (!info.contains("crc32") || file_crc32(file) != info["crc32"].get<uint32_t>())
+      return "file " + file.string() + " fails its CRC-32 check (corrupted)";
+  }
+  return std::nullopt;
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& output_dir) {
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return {};
+  for (const auto& entry : fs::directory_iterator(output_dir))
+    if (auto step = checkpoint_step(entry.path()); step && entry.is_directory()) found.emplace_back(*step, entry.path());
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> out;
+  for (auto& [step, path] : found) out.push_back(std::move(path));
+  return out;
+}
+
+std::optional<fs::path> latest_complete_checkpoint(
+    const fs::path& output_dir, const std::function<void(const fs::path&, const std::string&)>& report) {
+  auto all = list_checkpoints(output_dir);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    auto problem = verify_checkpoint(*it);
+    if (!problem) return *it;
+    if (report) report(*it, *problem);
+  }
+  return std::nullopt;
+}
+
+std::vector<fs::path> rotate_checkpoints(const fs::path& output_dir, int64_t save_total_limit,
+                                         const std::optional<fs::path>& best_checkpoint) {
+  if (save_total_limit <= 0) return {};
+  auto sorted = list_checkpoints(output_dir);
+  if (best_checkpoint) {
+    auto best = std::find_if(sorted.begin(), sorted.end(), [&](const fs::path& p) {
+      return same_folder(p, *best_checkpoint);
+    });
+    // HF moves the best checkpoint to the second newest position so it survives rotation.
+    if (best != sorted.end())
+      for (auto i = static_cast<size_t>(best - sorted.begin()); i + 2 < sorted.size(); ++i) std::swap(sorted[i], sorted[i + 1]);
+  }
+  if (static_cast<int64_t>(sorted.size()) <= save_total_limit) return {};
+  int64_t keep = save_total_limit;
+  if (best_checkpoint && save_total_limit == 1 && !same_folder(sorted.back(), *best_checkpoint)) keep = 2;
+  const auto remove = std::max<int64_t>(0, static_cast<int64_t>(sorted.size()) - keep);
+  std::vector<fs::path> deleted(sorted.begin(), sorted.begin() + remove);
+  for (const auto& p : deleted) {
+    std::error_code ec;
+    fs::remove_all(p, ec);
+  }
+  return deleted;
+}
+
+}  // namespace ctrainer

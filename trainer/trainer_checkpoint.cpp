@@ -1,0 +1,242 @@
+// Trainer checkpoints: saving checkpoint-<step> folders and resuming from them exactly
+// (docs/checkpoint-format.md describes the files).
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
+
+#include <ctrainer/integrations/safetensors.h>
+#include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
+#include <ctrainer/trainer/checkpoint/optimizer_state.h>
+#include <ctrainer/trainer/checkpoint/rng_state.h>
+#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/optim/lr_scheduler.h>
+#include <ctrainer/trainer/trainer.h>
+
+namespace ctrainer {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kConfigFile = "config.json";
+constexpr const char* kOptimizerTensors = "optimizer.safetensors";
+constexpr const char* kOptimizerMeta = "optimizer.json";
+constexpr const char* kSchedulerFile = "scheduler.json";
+constexpr const char* kTrainerStateFile = "trainer_state.json";
+constexpr const char* kTrainingArgsFile = "training_args.json";
+constexpr const char* kLoopStateFile = "loop_state.json";
+constexpr int kLoopStateVersion = 1;
+
+/// HF names: rng_state.json for a single process, rng_state_<rank>.json otherwise.
+std::string rng_file(const ProcessInfo& p) {
+  return p.world_size == 1 ? "rng_state.json" : "rng_state_" + std::to_string(p.rank) + ".json";
+}
+
+void write_json(const fs::path& path, const nlohmann::json& value) {
+  std::ofstream out(path);
+  out << value.dump(2) << '\n';
+  out.flush();
+  if (!out) throw std::runtime_error("cannot write " + path.string() + " (disk full?)");
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("checkpoint file " + path.string() + " is missing or unreadable");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint file " + path.string() + " is not valid JSON: " + e.what());
+  }
+}
+
+/// Parameters and buffers by their hierarchical names (the HF state_dict keys).
+std::map<std::string, at::Tensor> model_state(const Model& model) {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) out[item.key()] = item.value().detach();
+  for (const auto& item : model.named_buffers(/*recurse=*/true)) out[item.key()] = item.value().detach();
+  return out;
+}
+
+}  // namespace
+
+// ---- saving ------------------------------------------------------------------------------------
+
+std::string Trainer::save_checkpoint() {
+  const int64_t step = state_.global_step;
+  const fs::path folder = checkpoint_path(args_.output_dir, step);
+  if (is_new_best_) {
+    state_.best_model_checkpoint = folder.string();
+    is_new_best_ = false;
+  }
+  nlohmann::json loop = {
+      {"format_version", kLoopStateVersion},
+      {"tr_loss", tr_loss_.defined() ? tr_loss_.item<double>() : 0.0},
+      {"total_loss_scalar", total_loss_scalar_},
+      {"globalstep_last_logged", globalstep_last_logged_},
+      {"epoch_index", position_.epoch},
+      {"batches_consumed_in_epoch", position_.batches_consumed},
+      {"world_size", strategy_->world_size()},
+      {"per_device_train_batch_size", args_.per_device_train_batch_size},
+      {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
+      {"train_dataset_size", train_dataloader_ ? train_dataloader_->dataset().size() : 0},
+  };
+  write_checkpoint_atomically(args_.output_dir, step, [&](const fs::path& dir) {
+    save_safetensors((dir / kModelFile).string(), model_state(*model_), {{"format", "pt"}});
+    if (auto config = model_->config()) write_json(dir / kConfigFile, *config);
+    if (!args_.save_only_model) {
+      OptimizerStateDict opt = optimizer_state_dict(*optimizer_);
+      save_safetensors((dir / kOptimizerTensors).string(), opt.tensors, {{"format", "pt"}});
+      write_json(dir / kOptimizerMeta, opt.meta);
+      write_json(dir / kSchedulerFile, lr_scheduler_->state_dict());
+      RngState rng = capture_rng_state();
+      const auto* sampler = train_dataloader_ ? dynamic_cast<const RandomSampler*>(&train_dataloader_->sampler()) : nullptr;
+      rng.sampler = {{"seed", sampler ? sampler->seed() : args_.sampler_seed()},
+                     {"epoch", position_.epoch},
+                     {"position", position_.batches_consumed}};
+      write_json(dir / rng_file(process_), rng_state_to_json(rng));
+      write_json(dir / kLoopStateFile, loop);
+    }
+    write_json(dir / kTrainerStateFile, state_.to_json());
+    write_json(dir / kTrainingArgsFile, to_json(args_));
+  });
+  logging::logger()->info("Saved checkpoint {}", folder.string());
+  if (args_.save_total_limit) {
+    std::optional<fs::path> best;
+    if (state_.best_model_checkpoint) best = fs::path(*state_.best_model_checkpoint);
+    for (const auto& deleted : rotate_checkpoints(args_.output_dir, *args_.save_total_limit, best))
+      logging::logger()->info("Deleting older checkpoint {} due to save_total_limit", deleted.string());
+  }
+  control_.should_save = false;
+  fire(&TrainerCallback::on_save);
+  return folder.string();
+}
+
+// ---- resuming ----------------------------------------------------------------------------------
+
+std::optional<std::string> Trainer::resolve_resume_checkpoint() const {
+  if (!args_.resume_from_checkpoint) return std::nullopt;
+  std::string value = *args_.resume_from_checkpoint;
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "false") return std::nullopt;
+  if (lower == "true" || lower == "latest") {
+    auto latest = latest_complete_checkpoint(args_.output_dir, [](const fs::path& p, const std::string& why) {
+      logging::logger()->warn("skipping incomplete or corrupted checkpoint {}: {}", p.string(), why);
+    });
+    if (!latest)
+      throw ArgumentError("--resume_from_checkpoint " + value + ": no complete checkpoint in --output_dir " +
+                          args_.output_dir);
+    return latest->string();
+  }
+  if (!fs::is_directory(value))
+    throw ArgumentError("--resume_from_checkpoint " + value + ": no such checkpoint folder");
+  if (auto problem = verify_checkpoint(value))
+    throw ArgumentError("--resume_from_checkpoint " + value + ": " + *problem);
+  return value;
+}
+
+void Trainer::load_model_weights(const std::string& folder) {
+  const fs::path path = fs::path(folder) / kModelFile;
+  SafetensorsFile file = load_safetensors(path.string());
+  auto target = model_state(*model_);
+  std::string missing, unexpected;
+  for (const auto& [name, t] : target)
+    if (!file.tensors.count(name)) missing += (missing.empty() ? "" : ", ") + name;
+  for (const auto& [name, t] : file.tensors)
+    if (!target.count(name)) unexpected += (unexpected.empty() ? "" : ", ") + name;
+  if (!missing.empty() || !unexpected.empty())
+    throw std::runtime_error(path.string() + " does not match the model: missing [" + missing +
+                             "], unexpected [" + unexpected + "]");
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : target) {
+    const at::Tensor& saved = file.tensors.at(name);
+    if (saved.sizes() != t.sizes())
+      throw std::runtime_error(path.string() + ": " + name + " has shape " + c10::str(saved.sizes()) +
+                               " in the checkpoint but " + c10::str(t.sizes()) + " in the model");
+    t.copy_(saved);
+  }
+}
+
+Trainer::DataPosition Trainer::load_checkpoint(const std::string& folder, int64_t steps_in_epoch) {
+  const fs::path dir(folder);
+  if (!fs::exists(dir / kLoopStateFile) || !fs::exists(dir / kOptimizerTensors))
+    throw ArgumentError("--resume_from_checkpoint " + folder +
+                        ": this checkpoint holds only the model (save_only_model); it can "
+                        "initialise a new run but training cannot resume from it");
+  const nlohmann::json loop = read_json(dir / kLoopStateFile);
+  auto expect_same = [&](const char* key, int64_t now, const std::string& flag) {
+    const int64_t saved = loop.at(key).get<int64_t>();
+    if (saved != now)
+      throw ArgumentError("--resume_from_checkpoint " + folder + ": the checkpoint was written with " + flag +
+                          " " + std::to_string(saved) + " but this run uses " + std::to_string(now) +
+                          "; resume with the same value (the data order and the optimizer steps "
+                          "depend on it)");
+  };
+  if (loop.value("format_version", 0) != kLoopStateVersion)
+    throw std::runtime_error(folder + ": unsupported loop_state.json format_version " + loop.value("format_version", nlohmann::json()).dump());
+  expect_same("world_size", strategy_->world_size(), "world size");
+  expect_same("per_device_train_batch_size", args_.per_device_train_batch_size, "--per_device_train_batch_size");
+  expect_same("gradient_accumulation_steps", args_.gradient_accumulation_steps, "--gradient_accumulation_steps");
+  expect_same("train_dataset_size", train_dataloader_->dataset().size(), "a train dataset of size");
+
+  load_model_weights(folder);
+  OptimizerStateDict opt;
+  opt.tensors = load_safetensors((dir / kOptimizerTensors).string()).tensors;
+  opt.meta = read_json(dir / kOptimizerMeta);
+  load_optimizer_state_dict(*optimizer_, opt);
+  lr_scheduler_->load_state_dict(read_json(dir / kSchedulerFile));
+
+  // Keep this run's schedule settings; take the history and progress from the checkpoint.
+  TrainerState saved = TrainerState::from_json(read_json(dir / kTrainerStateFile));
+  saved.max_steps = state_.max_steps;
+  saved.num_train_epochs = state_.num_train_epochs;
+  saved.logging_steps = state_.logging_steps;
+  saved.eval_steps = state_.eval_steps;
+  saved.save_steps = state_.save_steps;
+  saved.train_batch_size = state_.train_batch_size;
+  saved.is_local_process_zero = state_.is_local_process_zero;
+  saved.is_world_process_zero = state_.is_world_process_zero;
+  state_ = std::move(saved);
+  for (const auto& cb : callbacks_.callbacks())
+    if (state_.stateful_callbacks.contains(cb->name())) cb->restore_state(state_.stateful_callbacks.at(cb->name()));
+
+  tr_loss_.fill_(loop.at("tr_loss").get<double>());
+  total_loss_scalar_ = loop.at("total_loss_scalar").get<double>();
+  globalstep_last_logged_ = loop.at("globalstep_last_logged").get<int64_t>();
+
+  DataPosition pos{loop.at("epoch_index").get<int64_t>(), loop.at("batches_consumed_in_epoch").get<int64_t>()};
+  if (pos.batches_consumed >= steps_in_epoch) {  // saved at the end of an epoch
+    pos.epoch += 1;
+    pos.batches_consumed = 0;
+  }
+  if (args_.ignore_data_skip) pos.batches_consumed = 0;  // HF: restart the epoch's data
+  if (pos.batches_consumed % args_.gradient_accumulation_steps != 0)
+    throw std::runtime_error(folder + ": saved inside an accumulation window (batch " +
+                             std::to_string(pos.batches_consumed) + "); cannot resume exactly");
+  logging::logger()->info("Resuming from {}: global step {}, epoch {}, skipping {} batches", folder,
+                          state_.global_step, pos.epoch, pos.batches_consumed);
+  return pos;
+}
+
+void Trainer::restore_rng(const std::string& folder) {
+  const fs::path path = fs::path(folder) / rng_file(process_);
+  restore_rng_state(rng_state_from_json(read_json(path)));
+}
+
+void Trainer::load_best_model() {
+  if (!state_.best_model_checkpoint) return;
+  const std::string& best = *state_.best_model_checkpoint;
+  if (auto problem = verify_checkpoint(best)) {
+    logging::logger()->warn("could not load the best model from {}: {}", best, *problem);
+    return;
+  }
+  logging::logger()->info("Loading best model from {} (score: {}).", best,
+                          state_.best_metric ? std::to_string(*state_.best_metric) : "?");
+  load_model_weights(best);
+}
+
+}  // namespace ctrainer
