@@ -8,13 +8,16 @@
 
 namespace ctrainer::bench {
 Scenario trainer_overhead_scenario();
+Scenario checkpoint_io_scenario();
 }
 
 namespace {
 
 using ctrainer::bench::Scenario;
 
-std::vector<Scenario> all_scenarios() { return {ctrainer::bench::trainer_overhead_scenario()}; }
+std::vector<Scenario> all_scenarios() {
+  return {ctrainer::bench::trainer_overhead_scenario(), ctrainer::bench::checkpoint_io_scenario()};
+}
 
 int usage(const std::string& error) {
   std::FILE* out = error.empty() ? stdout : stderr;
