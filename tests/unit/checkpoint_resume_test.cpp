@@ -48,6 +48,7 @@ struct RunSetup {
   int64_t save_steps = 1;
   /// Not a divisor of the stop points, so a checkpoint holds an unlogged running loss.
   int64_t logging_steps = 4;
+  std::string save_strategy = "steps";
 };
 
 TrainingArguments args_for(const RunSetup& s, const std::string& dir) {
@@ -61,7 +62,7 @@ TrainingArguments args_for(const RunSetup& s, const std::string& dir) {
   args.weight_decay = 0.01;
   args.warmup_steps = 2;
   args.logging_steps = static_cast<double>(s.logging_steps);
-  args.save_strategy = "steps";
+  args.save_strategy = s.save_strategy;
   args.save_steps = static_cast<double>(s.save_steps);
   args.eval_strategy = "steps";
   args.eval_steps = 3;
@@ -122,6 +123,24 @@ TEST(CheckpointResume, StopAndResumeEqualsUninterruptedForSeedsAndStopPoints) {
       auto resumed = run(s, dir, std::nullopt, "latest", /*init_seed=*/77);
       expect_identical(straight, resumed);
     }
+  }
+}
+
+TEST(CheckpointResume, EpochCheckpointsResumeAtTheNextEpoch) {
+  // save_strategy epoch: the checkpoint is written after on_epoch_end (6 batches per epoch), and
+  // the resumed run must start the next epoch, not replay the finished one.
+  for (int64_t accumulation : {1, 2}) {
+    RunSetup s{.seed = 5, .accumulation = accumulation, .max_steps = accumulation == 1 ? 15 : 8,
+               .save_strategy = "epoch"};
+    const int64_t first_epoch_end = accumulation == 1 ? 6 : 3;
+    auto straight = run(s, testing::fresh_output_dir("epoch_straight"), std::nullopt, std::nullopt);
+    const auto dir = testing::fresh_output_dir("epoch_stopped");
+    run(s, dir, first_epoch_end + 1, std::nullopt);
+    // Stopping also ends the epoch, which saves (as HF does); remove that folder to stand for a
+    // kill during the second epoch, so the resume starts from the epoch-end checkpoint.
+    fs::remove_all(checkpoint_path(dir, first_epoch_end + 1));
+    ASSERT_EQ(list_checkpoints(dir).back(), checkpoint_path(dir, first_epoch_end));
+    expect_identical(straight, run(s, dir, std::nullopt, "latest", 77));
   }
 }
 
