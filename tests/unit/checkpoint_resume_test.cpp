@@ -3,6 +3,8 @@
 // checkpoints, rotation, best-model tracking and refusals.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -313,6 +315,25 @@ TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
   a.resume_from_checkpoint = "latest";
   a.max_steps = 4;
   expect_error(a, "save_only_model");
+}
+
+}  // namespace
+}  // namespace ctrainer
+
+namespace ctrainer {
+namespace {
+
+TEST(CheckpointDir, ParallelCrc32EqualsZlibOverTheWholeFile) {
+  // Sizes around the split threshold (32 MiB per part) and odd lengths.
+  for (uint64_t size : {0ull, 1ull, 1000ull, (64ull << 20) + 7, (96ull << 20) + 3}) {
+    const auto path = fs::path(testing::fresh_output_dir("crc")) += ".bin";
+    std::vector<unsigned char> bytes(size);
+    for (uint64_t i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
+    const uLong expected = crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(size));
+    EXPECT_EQ(file_crc32(path), static_cast<uint32_t>(expected)) << size;
+    fs::remove(path);
+  }
 }
 
 }  // namespace
