@@ -17,6 +17,7 @@
 #endif
 
 #include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/logging.h>
 
 namespace ctrainer {
 namespace {
@@ -192,20 +193,22 @@ RngState capture_rng_state() {
 void restore_rng_state(const RngState& state) {
   const char* caller = "restore_rng_state: ";
   check_cpu_size(state.cpu.size(), caller);
-  if (!state.cuda.empty()) {
+  // A checkpoint written on a GPU machine must resume on a CPU-only one (and on a different
+  // GPU count): the CPU generator is restored and the CUDA ones are skipped with a warning, as
+  // HF's Trainer does. Only a matching device count restores them.
+  bool restore_cuda = !state.cuda.empty();
+  if (restore_cuda) {
     const int64_t devices = cuda_device_count();
     if (static_cast<int64_t>(state.cuda.size()) != devices) {
-      throw ArgumentError(std::string(caller) + "the state holds RNG states for " +
-                          std::to_string(state.cuda.size()) + " CUDA device(s) but " +
-                          std::to_string(devices) +
-                          " are available now (resume with the same number of visible GPUs"
-#ifndef CTRAINER_WITH_CUDA
-                          ", in a build with CUDA support"
-#endif
-                          ")");
+      logging::logger()->warn(
+          "the checkpoint holds RNG states for {} CUDA device(s) but {} are available now: only "
+          "the CPU generator is restored, so GPU random numbers (dropout on the GPU) will differ "
+          "from an uninterrupted run",
+          state.cuda.size(), devices);
+      restore_cuda = false;
     }
 #ifdef CTRAINER_WITH_CUDA
-    for (int64_t i = 0; i < devices; ++i) {
+    for (int64_t i = 0; restore_cuda && i < devices; ++i) {
       const size_t expected = generator_state(cuda_generator(i)).size();
       if (state.cuda[i].size() != expected) {
         throw ArgumentError(std::string(caller) + "the RNG state of CUDA device " +
@@ -222,7 +225,7 @@ void restore_rng_state(const RngState& state) {
     gen.set_state(bytes_tensor(state.cpu));
   }
 #ifdef CTRAINER_WITH_CUDA
-  for (size_t i = 0; i < state.cuda.size(); ++i) {
+  for (size_t i = 0; restore_cuda && i < state.cuda.size(); ++i) {
     at::Generator gen = cuda_generator(static_cast<int64_t>(i));
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(bytes_tensor(state.cuda[i]));

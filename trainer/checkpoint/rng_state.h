@@ -33,9 +33,10 @@ RngState capture_rng_state();
 
 /// Sets the generators back to `state`. Validates before changing anything and throws
 /// ArgumentError when the CPU state is empty or its size differs from this libtorch's generator
-/// state size, or when CUDA states are present and their count differs from the number of CUDA
-/// devices available now (0 in a CPU-only build), or a CUDA state has the wrong size. A state
-/// without CUDA entries leaves the CUDA generators untouched. `sampler` is not interpreted.
+/// state size, or a CUDA state has the wrong size. When the number of saved CUDA states differs
+/// from the CUDA devices available now (0 in a CPU-only build: a GPU checkpoint resumed on a CPU
+/// machine), only the CPU generator is restored and a warning is logged. A state without CUDA
+/// entries leaves the CUDA generators untouched. `sampler` is not interpreted.
 void restore_rng_state(const RngState& state);
 
 /// {"format_version": 1, "cpu": "<base64>", "cuda": ["<base64>", ...], "cuda_device_count": n,
