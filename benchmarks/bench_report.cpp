@@ -13,7 +13,8 @@ nlohmann::json BenchResult::to_json() const {
 std::string BenchResult::table() const {
   std::vector<size_t> width(header.size(), 0);
   auto widen = [&](const std::vector<std::string>& cells) {
-    for (size_t i = 0; i < cells.size() && i < width.size(); ++i) width[i] = std::max(width[i], cells[i].size());
+    for (size_t i = 0; i < cells.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], cells[i].size());
   };
   widen(header);
   for (const auto& r : rows) widen(r.cells);

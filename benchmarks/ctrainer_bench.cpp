@@ -9,7 +9,7 @@
 namespace ctrainer::bench {
 Scenario trainer_overhead_scenario();
 Scenario checkpoint_io_scenario();
-}
+}  // namespace ctrainer::bench
 
 namespace {
 
@@ -28,7 +28,8 @@ int usage(const std::string& error) {
                "  --rounds N   measured rounds per configuration (default 7)\n"
                "  --quick      tiny sizes (a smoke test of the harness, not a measurement)\n"
                "scenarios:\n");
-  for (const auto& s : all_scenarios()) std::fprintf(out, "  %-18s %s\n", s.name.c_str(), s.description.c_str());
+  for (const auto& s : all_scenarios())
+    std::fprintf(out, "  %-18s %s\n", s.name.c_str(), s.description.c_str());
   return error.empty() ? 0 : 2;
 }
 
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
         } catch (const std::exception&) {
           return usage("--rounds expects a positive integer, got '" + value + "'");
         }
-        if (options.rounds < 1) return usage("--rounds expects a positive integer, got '" + value + "'");
+        if (options.rounds < 1)
+          return usage("--rounds expects a positive integer, got '" + value + "'");
       }
     } else if (arg == "--quick") {
       options.quick = true;

@@ -3,8 +3,8 @@
 #pragma once
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>

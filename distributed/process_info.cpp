@@ -31,12 +31,12 @@ ProcessInfo ProcessInfo::from_environment() {
   info.local_rank = read_int_env("LOCAL_RANK", info.rank);
   info.local_world_size = read_int_env("LOCAL_WORLD_SIZE", info.world_size);
   if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size)
-    throw ArgumentError("RANK=" + std::to_string(info.rank) + " / WORLD_SIZE=" +
-                        std::to_string(info.world_size) +
+    throw ArgumentError("RANK=" + std::to_string(info.rank) +
+                        " / WORLD_SIZE=" + std::to_string(info.world_size) +
                         " is inconsistent: need 0 <= RANK < WORLD_SIZE");
   if (info.local_world_size < 1 || info.local_rank < 0 || info.local_rank >= info.local_world_size)
-    throw ArgumentError("LOCAL_RANK=" + std::to_string(info.local_rank) + " / LOCAL_WORLD_SIZE=" +
-                        std::to_string(info.local_world_size) +
+    throw ArgumentError("LOCAL_RANK=" + std::to_string(info.local_rank) +
+                        " / LOCAL_WORLD_SIZE=" + std::to_string(info.local_world_size) +
                         " is inconsistent: need 0 <= LOCAL_RANK < LOCAL_WORLD_SIZE");
   return info;
 }

@@ -6,8 +6,7 @@ namespace ctrainer {
 
 std::vector<std::shared_ptr<TrainerCallback>> report_to_callbacks(const TrainingArguments& args) {
   for (const auto& name : args.report_to)
-    if (name != "none" && name != "all")
-      throw NotSupportedYet("report_to", name + " integration");
+    if (name != "none" && name != "all") throw NotSupportedYet("report_to", name + " integration");
   return {};
 }
 

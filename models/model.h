@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
+#include <nlohmann/json.hpp>
 
 #include <ctrainer/trainer/data/batch.h>
 

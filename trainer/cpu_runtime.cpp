@@ -51,7 +51,8 @@ void configure_intra_op_threads(int64_t local_world_size) {
   CPU_ZERO(&set);
   int cores = 1;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
-  const int per_process = std::max<int>(1, cores / static_cast<int>(std::max<int64_t>(1, local_world_size)));
+  const int per_process =
+      std::max<int>(1, cores / static_cast<int>(std::max<int64_t>(1, local_world_size)));
   if (at::get_num_threads() != per_process) at::set_num_threads(per_process);
 }
 

@@ -17,7 +17,8 @@ class ArgumentError : public std::runtime_error {
 class NotSupportedYet : public ArgumentError {
  public:
   NotSupportedYet(const std::string& flag, const std::string& detail)
-      : ArgumentError("not supported yet: --" + flag + (detail.empty() ? "" : " (" + detail + ")")) {}
+      : ArgumentError("not supported yet: --" + flag +
+                      (detail.empty() ? "" : " (" + detail + ")")) {}
 };
 
 }  // namespace ctrainer

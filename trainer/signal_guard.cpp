@@ -32,6 +32,8 @@ SignalGuard::~SignalGuard() {
   sigaction(SIGINT, &previous_int_, nullptr);
 }
 
-int SignalGuard::pending() { return g_pending.load(); }
+int SignalGuard::pending() {
+  return g_pending.load();
+}
 
 }  // namespace ctrainer

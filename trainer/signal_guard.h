@@ -21,8 +21,8 @@ class SignalGuard {
   static int exit_code(int signal) { return 128 + signal; }
 
  private:
-  struct sigaction previous_term_{};
-  struct sigaction previous_int_{};
+  struct sigaction previous_term_ {};
+  struct sigaction previous_int_ {};
 };
 
 }  // namespace ctrainer

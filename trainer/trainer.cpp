@@ -7,10 +7,11 @@
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
 
+#include <ctrainer/integrations/report_to.h>
 #include <ctrainer/trainer/callbacks/default_flow_callback.h>
-#include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/callbacks/log_file_callback.h>
 #include <ctrainer/trainer/callbacks/progress_callback.h>
+#include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/cpu_runtime.h>
 #include <ctrainer/trainer/device.h>
 #include <ctrainer/trainer/errors.h>
@@ -22,12 +23,13 @@
 #include <ctrainer/trainer/seed.h>
 #include <ctrainer/trainer/signal_guard.h>
 #include <ctrainer/trainer/speed_metrics.h>
-#include <ctrainer/integrations/report_to.h>
 
 namespace ctrainer {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 /// HF: a logging/eval/save interval below 1 is a ratio of the total steps.
 int64_t resolve_interval(double value, int64_t max_steps) {
@@ -90,8 +92,9 @@ std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
   auto& ds = components_.train_dataset;
   DataLoaderOptions opts{args_.per_device_train_batch_size, args_.dataloader_drop_last,
                          args_.dataloader_pin_memory && device_.is_cuda()};
-  return std::make_shared<DataLoader>(ds, std::make_shared<RandomSampler>(ds->size(), args_.sampler_seed()),
-                                      opts, components_.data_collator);
+  return std::make_shared<DataLoader>(
+      ds, std::make_shared<RandomSampler>(ds->size(), args_.sampler_seed()), opts,
+      components_.data_collator);
 }
 
 std::shared_ptr<DataLoader> Trainer::get_eval_dataloader(std::shared_ptr<Dataset> eval_dataset) {
@@ -100,8 +103,8 @@ std::shared_ptr<DataLoader> Trainer::get_eval_dataloader(std::shared_ptr<Dataset
   DataLoaderOptions opts{args_.per_device_eval_batch_size, args_.dataloader_drop_last,
                          args_.dataloader_pin_memory && device_.is_cuda()};
   return std::make_shared<DataLoader>(eval_dataset,
-                                      std::make_shared<SequentialSampler>(eval_dataset->size()), opts,
-                                      components_.data_collator);
+                                      std::make_shared<SequentialSampler>(eval_dataset->size()),
+                                      opts, components_.data_collator);
 }
 
 std::shared_ptr<DataLoader> Trainer::get_test_dataloader(std::shared_ptr<Dataset> test_dataset) {
@@ -112,8 +115,9 @@ std::shared_ptr<DataLoader> Trainer::get_test_dataloader(std::shared_ptr<Dataset
 // ---- optimizer and scheduler -------------------------------------------------------------------
 
 std::shared_ptr<torch::optim::Optimizer> Trainer::create_optimizer() {
-  if (!optimizer_) optimizer_ = components_.optimizer ? components_.optimizer
-                                                      : ctrainer::create_optimizer(args_, *model_);
+  if (!optimizer_)
+    optimizer_ =
+        components_.optimizer ? components_.optimizer : ctrainer::create_optimizer(args_, *model_);
   return optimizer_;
 }
 
@@ -124,8 +128,9 @@ std::shared_ptr<LRScheduler> Trainer::create_scheduler(
       lr_scheduler_ = components_.lr_scheduler;
     } else {
       if (!optimizer) optimizer = optimizer_;
-      lr_scheduler_ = get_scheduler(args_.lr_scheduler_type, optimizer,
-                                    get_warmup_steps(args_, num_training_steps), num_training_steps);
+      lr_scheduler_ =
+          get_scheduler(args_.lr_scheduler_type, optimizer,
+                        get_warmup_steps(args_, num_training_steps), num_training_steps);
     }
   }
   return lr_scheduler_;
@@ -150,7 +155,8 @@ LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*r
     Batch without_labels = inputs;
     without_labels.erase("labels");
     ModelOutput out = model.forward(without_labels);
-    at::Tensor loss = label_smoothed_loss(out.logits, inputs.at("labels"), args_.label_smoothing_factor);
+    at::Tensor loss =
+        label_smoothed_loss(out.logits, inputs.at("labels"), args_.label_smoothing_factor);
     return {loss, std::move(out)};
   }
   ModelOutput out = model.forward(inputs);
@@ -165,7 +171,9 @@ LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*r
   return {loss, std::move(out)};
 }
 
-void Trainer::backward(const at::Tensor& loss) { strategy_->backward(loss, sync_gradients_); }
+void Trainer::backward(const at::Tensor& loss) {
+  strategy_->backward(loss, sync_gradients_);
+}
 
 at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
                                   std::optional<int64_t> num_items_in_batch) {
@@ -176,7 +184,8 @@ at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
   // the summed gradient the mean over all of the window's examples, even for a short window.
   // A window of one batch has share 1: skip the multiply (one autograd node less per step).
   if (num_items_in_batch && *num_items_in_batch > 0 && *num_items_in_batch != on_device.size())
-    loss = loss * (static_cast<double>(on_device.size()) / static_cast<double>(*num_items_in_batch));
+    loss =
+        loss * (static_cast<double>(on_device.size()) / static_cast<double>(*num_items_in_batch));
   backward(loss);
   return loss.detach();
 }
@@ -260,11 +269,13 @@ void Trainer::update_best_metric(const Metrics& metrics) {
   if (it == metrics.end()) {
     std::string present;
     for (const auto& [k, v] : metrics) present += (present.empty() ? "" : ", ") + k;
-    throw ArgumentError("--metric_for_best_model " + *args_.metric_for_best_model + ": the metric " +
-                        key + " was not produced by evaluation (available: " + present + ")");
+    throw ArgumentError("--metric_for_best_model " + *args_.metric_for_best_model +
+                        ": the metric " + key +
+                        " was not produced by evaluation (available: " + present + ")");
   }
   const bool greater = args_.greater_is_better.value_or(false);
-  if (!state_.best_metric || (greater ? it->second > *state_.best_metric : it->second < *state_.best_metric)) {
+  if (!state_.best_metric ||
+      (greater ? it->second > *state_.best_metric : it->second < *state_.best_metric)) {
     state_.best_metric = it->second;
     state_.best_global_step = state_.global_step;
     is_new_best_ = true;
@@ -274,15 +285,18 @@ void Trainer::update_best_metric(const Metrics& metrics) {
 // ---- training loop -----------------------------------------------------------------------------
 
 void Trainer::exit_on_signal(int signal) {
-  const std::string name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : std::to_string(signal);
+  const std::string name = signal == SIGTERM  ? "SIGTERM"
+                           : signal == SIGINT ? "SIGINT"
+                                              : std::to_string(signal);
   // The step that was running when the signal came has finished; checkpoint it unless the
   // regular schedule just did.
   const auto folder = checkpoint_path(args_.output_dir, state_.global_step);
   const bool saved = std::filesystem::exists(folder) && !verify_checkpoint(folder);
   const std::string where = saved ? folder.string() : save_checkpoint();
-  logging::logger()->warn("received {} at step {}: checkpoint {} written; exiting with code {}. "
-                          "Resume with --resume_from_checkpoint latest.",
-                          name, state_.global_step, where, SignalGuard::exit_code(signal));
+  logging::logger()->warn(
+      "received {} at step {}: checkpoint {} written; exiting with code {}. "
+      "Resume with --resume_from_checkpoint latest.",
+      name, state_.global_step, where, SignalGuard::exit_code(signal));
   logging::logger()->flush();
   std::fflush(stdout);
   std::fflush(stderr);
@@ -295,7 +309,8 @@ TrainOutput Trainer::train() {
   DataLoader& loader = *train_dataloader_;
   const int64_t len_dataloader = loader.num_batches();
   if (len_dataloader == 0)
-    throw ArgumentError("the train dataset yields no batch (" + std::to_string(loader.dataset().size()) +
+    throw ArgumentError("the train dataset yields no batch (" +
+                        std::to_string(loader.dataset().size()) +
                         " examples, --per_device_train_batch_size " +
                         std::to_string(args_.per_device_train_batch_size) +
                         (args_.dataloader_drop_last ? ", --dataloader_drop_last" : "") + ")");
@@ -362,7 +377,8 @@ TrainOutput Trainer::train() {
   std::optional<SignalGuard> signals;
   if (args_.save_on_signal) signals.emplace();
 
-  for (int64_t epoch = resume_at.epoch; epoch < num_train_epochs && state_.global_step < max_steps; ++epoch) {
+  for (int64_t epoch = resume_at.epoch; epoch < num_train_epochs && state_.global_step < max_steps;
+       ++epoch) {
     loader.set_epoch(epoch);
     const int64_t steps_in_epoch = len_dataloader;
     control_.new_epoch();
@@ -372,8 +388,8 @@ TrainOutput Trainer::train() {
     // skipped ones are never materialised.
     const int64_t first_update = epoch == resume_at.epoch ? resume_at.batches_consumed / ga : 0;
     int64_t step = first_update * ga - 1;
-    for (int64_t update = first_update; update < total_updates && !control_.should_epoch_stop &&
-                             !control_.should_training_stop;
+    for (int64_t update = first_update;
+         update < total_updates && !control_.should_epoch_stop && !control_.should_training_stop;
          ++update) {
       // The whole window is fetched first (HF's get_batch_samples) so that each micro-batch's
       // loss can be weighted by its share of the window's examples.
@@ -397,7 +413,8 @@ TrainOutput Trainer::train() {
         tr_loss_.add_(loss_step.to(tr_loss_.scalar_type()));
         state_.total_flos += model_->floating_point_ops(window[static_cast<size_t>(i)]);
         if (sync_gradients_) {
-          if (args_.max_grad_norm > 0) grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
+          if (args_.max_grad_norm > 0)
+            grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
           fire(&TrainerCallback::on_pre_optimizer_step);
           strategy_->optimizer_step(*optimizer_);
           fire(&TrainerCallback::on_optimizer_step);
@@ -427,7 +444,8 @@ TrainOutput Trainer::train() {
   tr_loss_.zero_();
   const double train_loss =
       total_loss_scalar_ / std::max<double>(static_cast<double>(state_.global_step), 0.001);
-  Metrics metrics = speed_metrics("train", start, num_train_samples, static_cast<double>(max_steps));
+  Metrics metrics =
+      speed_metrics("train", start, num_train_samples, static_cast<double>(max_steps));
   metrics["total_flos"] = state_.total_flos;
   metrics["train_loss"] = train_loss;
   this->log(metrics_to_json(metrics));

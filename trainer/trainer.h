@@ -42,7 +42,8 @@ struct TrainOutput {
   int64_t global_step = 0;
   /// Mean training loss over all optimizer steps.
   double training_loss = 0;
-  /// train_runtime, train_samples_per_second, train_steps_per_second, total_flos, train_loss, epoch.
+  /// train_runtime, train_samples_per_second, train_steps_per_second, total_flos, train_loss,
+  /// epoch.
   Metrics metrics;
 };
 
@@ -105,7 +106,8 @@ class Trainer {
   /// Shuffled (seeded by data_seed or seed, reshuffled each epoch) batches of the train set.
   virtual std::shared_ptr<DataLoader> get_train_dataloader();
   /// Sequential batches of `eval_dataset` (default: the one given at construction).
-  virtual std::shared_ptr<DataLoader> get_eval_dataloader(std::shared_ptr<Dataset> eval_dataset = nullptr);
+  virtual std::shared_ptr<DataLoader> get_eval_dataloader(
+      std::shared_ptr<Dataset> eval_dataset = nullptr);
   virtual std::shared_ptr<DataLoader> get_test_dataloader(std::shared_ptr<Dataset> test_dataset);
   /// Creates the optimizer and the scheduler unless they were given.
   virtual void create_optimizer_and_scheduler(int64_t num_training_steps);
@@ -117,7 +119,8 @@ class Trainer {
   /// The loss of a batch on the device: the model's loss, or the label-smoothed loss of its
   /// logits when label_smoothing_factor > 0. Must return the mean over the batch's examples.
   /// `num_items_in_batch` is the number of examples in the whole accumulation window.
-  virtual LossAndOutputs compute_loss(Model& model, const Batch& inputs, bool return_outputs = false,
+  virtual LossAndOutputs compute_loss(Model& model, const Batch& inputs,
+                                      bool return_outputs = false,
                                       std::optional<int64_t> num_items_in_batch = std::nullopt);
   /// One micro-batch: moves it to the device, computes the loss, weights it by the batch's share
   /// of the window's examples (so any accumulation window gives the large-batch gradient) and

@@ -45,19 +45,23 @@ void write_json(const fs::path& path, const nlohmann::json& value) {
 
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("checkpoint file " + path.string() + " is missing or unreadable");
+  if (!in)
+    throw std::runtime_error("checkpoint file " + path.string() + " is missing or unreadable");
   try {
     return nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw std::runtime_error("checkpoint file " + path.string() + " is not valid JSON: " + e.what());
+    throw std::runtime_error("checkpoint file " + path.string() +
+                             " is not valid JSON: " + e.what());
   }
 }
 
 /// Parameters and buffers by their hierarchical names (the HF state_dict keys).
 std::map<std::string, at::Tensor> model_state(const Model& model) {
   std::map<std::string, at::Tensor> out;
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) out[item.key()] = item.value().detach();
-  for (const auto& item : model.named_buffers(/*recurse=*/true)) out[item.key()] = item.value().detach();
+  for (const auto& item : model.named_parameters(/*recurse=*/true))
+    out[item.key()] = item.value().detach();
+  for (const auto& item : model.named_buffers(/*recurse=*/true))
+    out[item.key()] = item.value().detach();
   return out;
 }
 
@@ -93,7 +97,9 @@ std::string Trainer::save_checkpoint() {
       write_json(dir / kOptimizerMeta, opt.meta);
       write_json(dir / kSchedulerFile, lr_scheduler_->state_dict());
       RngState rng = capture_rng_state();
-      const auto* sampler = train_dataloader_ ? dynamic_cast<const RandomSampler*>(&train_dataloader_->sampler()) : nullptr;
+      const auto* sampler = train_dataloader_
+                                ? dynamic_cast<const RandomSampler*>(&train_dataloader_->sampler())
+                                : nullptr;
       rng.sampler = {{"seed", sampler ? sampler->seed() : args_.sampler_seed()},
                      {"epoch", position_.epoch},
                      {"position", position_.batches_consumed}};
@@ -108,7 +114,8 @@ std::string Trainer::save_checkpoint() {
     std::optional<fs::path> best;
     if (state_.best_model_checkpoint) best = fs::path(*state_.best_model_checkpoint);
     for (const auto& deleted : rotate_checkpoints(args_.output_dir, *args_.save_total_limit, best))
-      logging::logger()->info("Deleting older checkpoint {} due to save_total_limit", deleted.string());
+      logging::logger()->info("Deleting older checkpoint {} due to save_total_limit",
+                              deleted.string());
   }
   control_.should_save = false;
   fire(&TrainerCallback::on_save);
@@ -121,15 +128,18 @@ std::optional<std::string> Trainer::resolve_resume_checkpoint() const {
   if (!args_.resume_from_checkpoint) return std::nullopt;
   std::string value = *args_.resume_from_checkpoint;
   std::string lower = value;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (lower == "false") return std::nullopt;
   if (lower == "true" || lower == "latest") {
-    auto latest = latest_complete_checkpoint(args_.output_dir, [](const fs::path& p, const std::string& why) {
-      logging::logger()->warn("skipping incomplete or corrupted checkpoint {}: {}", p.string(), why);
-    });
+    auto latest =
+        latest_complete_checkpoint(args_.output_dir, [](const fs::path& p, const std::string& why) {
+          logging::logger()->warn("skipping incomplete or corrupted checkpoint {}: {}", p.string(),
+                                  why);
+        });
     if (!latest)
-      throw ArgumentError("--resume_from_checkpoint " + value + ": no complete checkpoint in --output_dir " +
-                          args_.output_dir);
+      throw ArgumentError("--resume_from_checkpoint " + value +
+                          ": no complete checkpoint in --output_dir " + args_.output_dir);
     return latest->string();
   }
   if (!fs::is_directory(value))
@@ -155,8 +165,9 @@ void Trainer::load_model_weights(const std::string& folder) {
   for (auto& [name, t] : target) {
     const at::Tensor& saved = file.tensors.at(name);
     if (saved.sizes() != t.sizes())
-      throw std::runtime_error(path.string() + ": " + name + " has shape " + c10::str(saved.sizes()) +
-                               " in the checkpoint but " + c10::str(t.sizes()) + " in the model");
+      throw std::runtime_error(path.string() + ": " + name + " has shape " +
+                               c10::str(saved.sizes()) + " in the checkpoint but " +
+                               c10::str(t.sizes()) + " in the model");
     t.copy_(saved);
   }
 }
@@ -171,16 +182,20 @@ Trainer::DataPosition Trainer::load_checkpoint(const std::string& folder, int64_
   auto expect_same = [&](const char* key, int64_t now, const std::string& flag) {
     const int64_t saved = loop.at(key).get<int64_t>();
     if (saved != now)
-      throw ArgumentError("--resume_from_checkpoint " + folder + ": the checkpoint was written with " + flag +
-                          " " + std::to_string(saved) + " but this run uses " + std::to_string(now) +
+      throw ArgumentError("--resume_from_checkpoint " + folder +
+                          ": the checkpoint was written with " + flag + " " +
+                          std::to_string(saved) + " but this run uses " + std::to_string(now) +
                           "; resume with the same value (the data order and the optimizer steps "
                           "depend on it)");
   };
   if (loop.value("format_version", 0) != kLoopStateVersion)
-    throw std::runtime_error(folder + ": unsupported loop_state.json format_version " + loop.value("format_version", nlohmann::json()).dump());
+    throw std::runtime_error(folder + ": unsupported loop_state.json format_version " +
+                             loop.value("format_version", nlohmann::json()).dump());
   expect_same("world_size", strategy_->world_size(), "world size");
-  expect_same("per_device_train_batch_size", args_.per_device_train_batch_size, "--per_device_train_batch_size");
-  expect_same("gradient_accumulation_steps", args_.gradient_accumulation_steps, "--gradient_accumulation_steps");
+  expect_same("per_device_train_batch_size", args_.per_device_train_batch_size,
+              "--per_device_train_batch_size");
+  expect_same("gradient_accumulation_steps", args_.gradient_accumulation_steps,
+              "--gradient_accumulation_steps");
   expect_same("train_dataset_size", train_dataloader_->dataset().size(), "a train dataset of size");
 
   load_model_weights(folder);
@@ -202,13 +217,15 @@ Trainer::DataPosition Trainer::load_checkpoint(const std::string& folder, int64_
   saved.is_world_process_zero = state_.is_world_process_zero;
   state_ = std::move(saved);
   for (const auto& cb : callbacks_.callbacks())
-    if (state_.stateful_callbacks.contains(cb->name())) cb->restore_state(state_.stateful_callbacks.at(cb->name()));
+    if (state_.stateful_callbacks.contains(cb->name()))
+      cb->restore_state(state_.stateful_callbacks.at(cb->name()));
 
   tr_loss_.fill_(loop.at("tr_loss").get<double>());
   total_loss_scalar_ = loop.at("total_loss_scalar").get<double>();
   globalstep_last_logged_ = loop.at("globalstep_last_logged").get<int64_t>();
 
-  DataPosition pos{loop.at("epoch_index").get<int64_t>(), loop.at("batches_consumed_in_epoch").get<int64_t>()};
+  DataPosition pos{loop.at("epoch_index").get<int64_t>(),
+                   loop.at("batches_consumed_in_epoch").get<int64_t>()};
   if (pos.batches_consumed >= steps_in_epoch) {  // saved at the end of an epoch
     pos.epoch += 1;
     pos.batches_consumed = 0;

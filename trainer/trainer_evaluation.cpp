@@ -13,7 +13,7 @@ namespace ctrainer {
 Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool prediction_loss_only,
                                                  const std::string& prefix) {
   model_->eval();
-  std::vector<at::Tensor> losses, preds, labels;            // on the device, not yet moved
+  std::vector<at::Tensor> losses, preds, labels;  // on the device, not yet moved
   std::vector<at::Tensor> host_losses, host_preds, host_labels;
   auto flush_to_host = [&] {
     // HF's eval_accumulation_steps: bound device memory by moving outputs to the host.
@@ -30,11 +30,13 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
     const int64_t batch_size = inputs.size();
     PredictionStepOutput out = prediction_step(*model_, inputs, prediction_loss_only);
     // Batch losses are repeated per example so eval_loss is the mean over examples.
-    if (out.loss.defined()) losses.push_back(out.loss.reshape({1}).expand({batch_size}).to(at::kFloat));
+    if (out.loss.defined())
+      losses.push_back(out.loss.reshape({1}).expand({batch_size}).to(at::kFloat));
     if (out.logits.defined()) preds.push_back(out.logits);
     if (out.labels.defined()) labels.push_back(out.labels);
     fire(&TrainerCallback::on_prediction_step);
-    if (args_.eval_accumulation_steps && (i + 1) % *args_.eval_accumulation_steps == 0) flush_to_host();
+    if (args_.eval_accumulation_steps && (i + 1) % *args_.eval_accumulation_steps == 0)
+      flush_to_host();
   }
   flush_to_host();
 
@@ -52,12 +54,14 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
   return out;
 }
 
-Metrics Trainer::evaluate(std::shared_ptr<Dataset> eval_dataset, const std::string& metric_key_prefix) {
+Metrics Trainer::evaluate(std::shared_ptr<Dataset> eval_dataset,
+                          const std::string& metric_key_prefix) {
   auto loader = get_eval_dataloader(std::move(eval_dataset));
   const auto start = std::chrono::steady_clock::now();
   const bool loss_only = !components_.compute_metrics;
   EvalLoopOutput output = evaluation_loop(*loader, loss_only, metric_key_prefix);
-  const double batch = static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
+  const double batch =
+      static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
   Metrics speed = speed_metrics(metric_key_prefix, start, static_cast<double>(output.num_samples),
                                 std::ceil(static_cast<double>(output.num_samples) / batch));
   output.metrics.insert(speed.begin(), speed.end());
@@ -71,8 +75,10 @@ PredictionOutput Trainer::predict(std::shared_ptr<Dataset> test_dataset,
                                   const std::string& metric_key_prefix) {
   auto loader = get_test_dataloader(std::move(test_dataset));
   const auto start = std::chrono::steady_clock::now();
-  EvalLoopOutput output = evaluation_loop(*loader, /*prediction_loss_only=*/false, metric_key_prefix);
-  const double batch = static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
+  EvalLoopOutput output =
+      evaluation_loop(*loader, /*prediction_loss_only=*/false, metric_key_prefix);
+  const double batch =
+      static_cast<double>(args_.per_device_eval_batch_size * strategy_->world_size());
   Metrics speed = speed_metrics(metric_key_prefix, start, static_cast<double>(output.num_samples),
                                 std::ceil(static_cast<double>(output.num_samples) / batch));
   output.metrics.insert(speed.begin(), speed.end());

@@ -19,7 +19,8 @@ nlohmann::json TrainerState::to_json() const {
   out["log_history"] = log_history;
   out["best_metric"] = best_metric ? json(*best_metric) : json(nullptr);
   out["best_global_step"] = best_global_step ? json(*best_global_step) : json(nullptr);
-  out["best_model_checkpoint"] = best_model_checkpoint ? json(*best_model_checkpoint) : json(nullptr);
+  out["best_model_checkpoint"] =
+      best_model_checkpoint ? json(*best_model_checkpoint) : json(nullptr);
   out["is_local_process_zero"] = is_local_process_zero;
   out["is_world_process_zero"] = is_world_process_zero;
   out["stateful_callbacks"] = stateful_callbacks;
@@ -30,7 +31,8 @@ namespace {
 
 template <typename T>
 void read_field(const nlohmann::json& j, const char* key, T& out) {
-  if (!j.contains(key)) throw std::runtime_error(std::string("trainer_state.json lacks \"") + key + "\"");
+  if (!j.contains(key))
+    throw std::runtime_error(std::string("trainer_state.json lacks \"") + key + "\"");
   try {
     out = j.at(key).get<T>();
   } catch (const nlohmann::json::exception& e) {

@@ -77,7 +77,8 @@ Run run_hand_loop(const Workload& w, const TrainingArguments& args) {
   torch::manual_seed(static_cast<uint64_t>(args.seed));  // as the Trainer seeds dropout
   const auto start = Clock::now();
   auto optimizer = create_optimizer(args, *model);
-  auto scheduler = get_scheduler(args.lr_scheduler_type, optimizer, get_warmup_steps(args, w.steps), w.steps);
+  auto scheduler =
+      get_scheduler(args.lr_scheduler_type, optimizer, get_warmup_steps(args, w.steps), w.steps);
   const int64_t n = w.data->size();
   const int64_t batches = (n + w.batch_size - 1) / w.batch_size;
   at::Tensor running_loss = at::zeros({});
@@ -113,7 +114,8 @@ Run run_hand_loop(const Workload& w, const TrainingArguments& args) {
 
 double max_abs_diff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
   double out = 0;
-  for (size_t i = 0; i < a.size(); ++i) out = std::max(out, (a[i] - b[i]).abs().max().item<double>());
+  for (size_t i = 0; i < a.size(); ++i)
+    out = std::max(out, (a[i] - b[i]).abs().max().item<double>());
   return out;
 }
 
@@ -126,8 +128,10 @@ std::vector<Workload> workloads(bool quick) {
     at::Tensor y = at::randint(classes, {n}, gen, at::kLong);
     out.push_back({"mlp",
                    [] { return std::make_shared<MLPClassifier>(64, 256, 10, 0.1, 3); },
-                   std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}}),
-                   64, quick ? 20 : 2000,
+                   std::make_shared<TensorDataset>(
+                       std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}}),
+                   64,
+                   quick ? 20 : 2000,
                    {{"model", "MLP 64-256x3-10, dropout 0.1"}, {"batch_size", 64}}});
   }
   {
@@ -141,12 +145,16 @@ std::vector<Workload> workloads(bool quick) {
     const int64_t n = 1024, seq = 64;
     at::Tensor ids = at::randint(c.vocab_size, {n, seq}, gen, at::kLong);
     at::Tensor y = at::randint(2, {n}, gen, at::kLong);
-    out.push_back({"transformer",
-                   [c] { return std::make_shared<TransformerClassifier>(c); },
-                   std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"input_ids", ids}, {"labels", y}}),
-                   16, quick ? 5 : 80,
-                   {{"model", "2-layer transformer encoder, hidden 128, 4 heads, ffn 512, dropout 0.1"},
-                    {"batch_size", 16}, {"seq_len", seq}}});
+    out.push_back(
+        {"transformer",
+         [c] { return std::make_shared<TransformerClassifier>(c); },
+         std::make_shared<TensorDataset>(
+             std::map<std::string, at::Tensor>{{"input_ids", ids}, {"labels", y}}),
+         16,
+         quick ? 5 : 80,
+         {{"model", "2-layer transformer encoder, hidden 128, 4 heads, ffn 512, dropout 0.1"},
+          {"batch_size", 16},
+          {"seq_len", seq}}});
   }
   return out;
 }
@@ -154,10 +162,13 @@ std::vector<Workload> workloads(bool quick) {
 BenchResult run_trainer_overhead(const BenchOptions& options) {
   BenchResult result;
   result.scenario = "trainer_overhead";
-  result.header = {"workload", "steps", "trainer steps/s", "hand loop steps/s", "ratio", "ratio min..max", "max |param diff|"};
+  result.header = {"workload", "steps",          "trainer steps/s", "hand loop steps/s",
+                   "ratio",    "ratio min..max", "max |param diff|"};
   result.config["rounds"] = options.rounds;
   result.config["threads"] = 0;  // filled in after the first Trainer set the thread count
-  result.config["optimizer"] = "adamw_torch, lr 1e-3, weight_decay 0.01, linear schedule, warmup_ratio 0.1, max_grad_norm 1.0";
+  result.config["optimizer"] =
+      "adamw_torch, lr 1e-3, weight_decay 0.01, linear schedule, warmup_ratio 0.1, max_grad_norm "
+      "1.0";
   for (const auto& w : workloads(options.quick)) {
     const auto args = workload_args(w);
     run_trainer(w, args);  // warm-up: thread pools, allocator, page cache
@@ -189,14 +200,16 @@ BenchResult run_trainer_overhead(const BenchOptions& options) {
                               {"ratio_min", *lo},
                               {"ratio_max", *hi},
                               {"max_abs_param_diff", diff}};
-    result.rows.push_back({{w.name, std::to_string(w.steps), fmt::format("{:.1f}", median(trainer_sps)),
-                            fmt::format("{:.1f}", median(hand_sps)), fmt::format("{:.3f}", ratio),
-                            fmt::format("{:.3f}..{:.3f}", *lo, *hi), fmt::format("{:.2g}", diff)}});
+    result.rows.push_back(
+        {{w.name, std::to_string(w.steps), fmt::format("{:.1f}", median(trainer_sps)),
+          fmt::format("{:.1f}", median(hand_sps)), fmt::format("{:.3f}", ratio),
+          fmt::format("{:.3f}..{:.3f}", *lo, *hi), fmt::format("{:.2g}", diff)}});
   }
   result.config["threads"] = at::get_num_threads();
   // The headline: the worse of the two workloads.
   double worst = 1e9;
-  for (const auto& [name, m] : result.metrics.items()) worst = std::min(worst, m["ratio"].get<double>());
+  for (const auto& [name, m] : result.metrics.items())
+    worst = std::min(worst, m["ratio"].get<double>());
   result.metrics["ratio"] = worst;
   return result;
 }
@@ -204,7 +217,8 @@ BenchResult run_trainer_overhead(const BenchOptions& options) {
 }  // namespace
 
 Scenario trainer_overhead_scenario() {
-  return {"trainer_overhead", "Trainer vs a hand-written libtorch loop (MLP and 2-layer transformer)",
+  return {"trainer_overhead",
+          "Trainer vs a hand-written libtorch loop (MLP and 2-layer transformer)",
           run_trainer_overhead};
 }
 

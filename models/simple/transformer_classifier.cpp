@@ -13,7 +13,8 @@ TransformerClassifier::TransformerClassifier(const TransformerClassifierConfig& 
           .dropout(c.dropout)
           .activation(torch::kGELU));
   encoder_ = register_module(
-      "encoder", torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(layer, c.num_layers)));
+      "encoder",
+      torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(layer, c.num_layers)));
   classifier_ = register_module("classifier", torch::nn::Linear(c.hidden_size, c.num_labels));
 }
 
@@ -23,8 +24,8 @@ ModelOutput TransformerClassifier::forward(const Batch& batch) {
   at::Tensor pos = at::arange(seq, ids.options());
   // torch's encoder is sequence-first: [T, B, H].
   at::Tensor h = (tokens_->forward(ids) + positions_->forward(pos).unsqueeze(0)).transpose(0, 1);
-  at::Tensor mask = batch.contains("attention_mask") ? batch.at("attention_mask")
-                                                     : at::ones_like(ids);
+  at::Tensor mask =
+      batch.contains("attention_mask") ? batch.at("attention_mask") : at::ones_like(ids);
   h = encoder_->forward(h, /*src_mask=*/{}, /*src_key_padding_mask=*/mask.eq(0));
   // Mean over real tokens only.
   at::Tensor m = mask.transpose(0, 1).unsqueeze(-1).to(h.scalar_type());

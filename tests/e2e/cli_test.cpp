@@ -37,15 +37,18 @@ class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
-           (std::string("ctrainer_cli_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           (std::string("ctrainer_cli_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     out_ = (dir_ / "out").string();
   }
   /// A tiny, fast run writing into out_.
   std::string quick(const std::string& extra = "") const {
-    return "--output_dir " + out_ + " --do_train --max_steps 2 --num_train_examples 64 "
-           "--num_eval_examples 16 --disable_tqdm " + extra;
+    return "--output_dir " + out_ +
+           " --do_train --max_steps 2 --num_train_examples 64 "
+           "--num_eval_examples 16 --disable_tqdm " +
+           extra;
   }
   nlohmann::json written_args() const {
     return nlohmann::json::parse(std::ifstream(fs::path(out_) / "training_args.json"));
@@ -84,9 +87,10 @@ TEST_F(CliTest, DefaultsAreHuggingFacesAndAreWrittenToTrainingArgsJson) {
 }
 
 TEST_F(CliTest, CommandLineFormsOverrideDefaults) {
-  Result r = run(quick("--learning_rate=0.01 --per_device_train_batch_size 4 --fp16 false "
-                       "--logging_first_step --dataloader_drop_last true --evaluation_strategy steps "
-                       "--eval_steps 1 --do_eval --weight_decay 0.1 --report_to none"));
+  Result r =
+      run(quick("--learning_rate=0.01 --per_device_train_batch_size 4 --fp16 false "
+                "--logging_first_step --dataloader_drop_last true --evaluation_strategy steps "
+                "--eval_steps 1 --do_eval --weight_decay 0.1 --report_to none"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto a = written_args();
   EXPECT_EQ(a["learning_rate"], 0.01);
@@ -121,7 +125,7 @@ TEST_F(CliTest, JsonConfigWithCommandLineOverride) {
 
 TEST_F(CliTest, SingleJsonArgumentIsTheWholeConfiguration) {
   const auto cfg = dir_ / "all.json";
-  nlohmann::json j = {{"output_dir", out_}, {"do_train", true}, {"max_steps", 2},
+  nlohmann::json j = {{"output_dir", out_},       {"do_train", true},     {"max_steps", 2},
                       {"num_train_examples", 32}, {"disable_tqdm", true}, {"adam_beta1", 0.8}};
   std::ofstream(cfg) << j.dump();
   Result r = run(cfg.string());
@@ -141,18 +145,18 @@ TEST_F(CliTest, TrainingArgsJsonRoundTripsAsAConfig) {
 }
 
 TEST_F(CliTest, BadInputsExitWithCode2AndNameTheFlag) {
-  expect_rejected("--learning_rat 0.1", "--learning_rate");               // unknown, suggestion
-  expect_rejected("--learning_rate abc", "--learning_rate");             // not a number
+  expect_rejected("--learning_rat 0.1", "--learning_rate");   // unknown, suggestion
+  expect_rejected("--learning_rate abc", "--learning_rate");  // not a number
   expect_rejected("--per_device_train_batch_size -4", "--per_device_train_batch_size");
-  expect_rejected("--fp16 --bf16", "--fp16");                            // contradiction
+  expect_rejected("--fp16 --bf16", "--fp16");  // contradiction
   expect_rejected("--warmup_ratio 1.5", "--warmup_ratio");
   expect_rejected("--lr_scheduler_type triangle", "--lr_scheduler_type");
   expect_rejected("--eval_strategy steps --save_strategy epoch --load_best_model_at_end",
                   "--load_best_model_at_end");
-  expect_rejected("--fp16", "not supported yet: --fp16");                // a later issue
+  expect_rejected("--fp16", "not supported yet: --fp16");  // a later issue
   expect_rejected("--deepspeed ds.json", "not supported yet: --deepspeed");
   expect_rejected("--config " + (dir_ / "missing.json").string(), "missing.json");
-  expect_rejected("--hidden_size 0", "--hidden_size");                   // application flag
+  expect_rejected("--hidden_size 0", "--hidden_size");  // application flag
 }
 
 TEST_F(CliTest, MalformedJsonConfigNamesTheFileAndKey) {

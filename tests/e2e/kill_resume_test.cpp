@@ -22,13 +22,33 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxSteps = 160;
 
-std::vector<std::string> train_command(const std::string& out, const std::vector<std::string>& extra) {
-  std::vector<std::string> cmd = {CTRAINER_EXAMPLE_BINARY, "--output_dir", out, "--do_train",
-                                  "--max_steps", std::to_string(kMaxSteps), "--hidden_size", "768",
-                                  "--num_hidden_layers", "3", "--dropout", "0.1",
-                                  "--per_device_train_batch_size", "256", "--num_train_examples", "3000",
-                                  "--logging_steps", "1", "--save_steps", "10", "--save_total_limit", "3",
-                                  "--disable_tqdm", "--log_level", "warning"};
+std::vector<std::string> train_command(const std::string& out,
+                                       const std::vector<std::string>& extra) {
+  std::vector<std::string> cmd = {CTRAINER_EXAMPLE_BINARY,
+                                  "--output_dir",
+                                  out,
+                                  "--do_train",
+                                  "--max_steps",
+                                  std::to_string(kMaxSteps),
+                                  "--hidden_size",
+                                  "768",
+                                  "--num_hidden_layers",
+                                  "3",
+                                  "--dropout",
+                                  "0.1",
+                                  "--per_device_train_batch_size",
+                                  "256",
+                                  "--num_train_examples",
+                                  "3000",
+                                  "--logging_steps",
+                                  "1",
+                                  "--save_steps",
+                                  "10",
+                                  "--save_total_limit",
+                                  "3",
+                                  "--disable_tqdm",
+                                  "--log_level",
+                                  "warning"};
   cmd.insert(cmd.end(), extra.begin(), extra.end());
   return cmd;
 }
@@ -113,12 +133,14 @@ class KillResumeTest : public ::testing::Test {
     while ((step = last_logged_step(out)) < target && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     ::kill(pid, signal);
-    std::cout << "sent signal " << signal << " at logged step " << step << " (target " << target << ")\n";
+    std::cout << "sent signal " << signal << " at logged step " << step << " (target " << target
+              << ")\n";
     return {wait_for(pid), step};
   }
 
   void expect_same_as_reference(const fs::path& out) {
-    const auto final_weights = fs::path("checkpoint-" + std::to_string(kMaxSteps)) / "model.safetensors";
+    const auto final_weights =
+        fs::path("checkpoint-" + std::to_string(kMaxSteps)) / "model.safetensors";
     ASSERT_TRUE(fs::exists(out / final_weights)) << read_bytes(root_ / "resumed.log");
     EXPECT_TRUE(read_bytes(out / final_weights) == read_bytes(reference_ / final_weights))
         << "final weights differ from the uninterrupted run";

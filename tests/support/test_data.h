@@ -21,7 +21,8 @@ inline std::shared_ptr<TensorDataset> make_regression_dataset(int64_t n, int64_t
   at::Tensor x = at::randn({n, features}, gen, at::kFloat);
   at::Tensor w = at::arange(1, features + 1, at::kFloat) / features;
   at::Tensor y = (x.matmul(w) + 0.5).unsqueeze(1);
-  return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}});
+  return std::make_shared<TensorDataset>(
+      std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}});
 }
 
 /// Two Gaussian blobs at (+2, +2, ...) and (-2, -2, ...): linearly separable, labels 0/1.
@@ -31,14 +32,16 @@ inline std::shared_ptr<TensorDataset> make_blobs_dataset(int64_t n, int64_t feat
   at::Tensor labels = at::arange(n, at::kLong).remainder(2);
   at::Tensor centers = (labels.to(at::kFloat) * 4 - 2).unsqueeze(1).expand({n, features});
   at::Tensor x = centers + 0.5 * at::randn({n, features}, gen, at::kFloat);
-  return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
+  return std::make_shared<TensorDataset>(
+      std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
 }
 
 /// A fresh, empty output directory, unique per process and test: ctest -j runs test processes in
 /// parallel, and two of them must never share (and delete) a directory.
 inline std::string fresh_output_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string test = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "none";
+  const std::string test =
+      info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "none";
   auto dir = std::filesystem::path(::testing::TempDir()) /
              ("ctrainer_" + std::to_string(::getpid()) + "_" + test + "_" + name);
   std::filesystem::remove_all(dir);

@@ -10,8 +10,9 @@
 namespace ctrainer {
 namespace {
 
-std::vector<at::Tensor> train_and_get_params(int64_t n_examples, int64_t batch, int64_t accumulation,
-                                             const std::string& optim, int64_t epochs = 2) {
+std::vector<at::Tensor> train_and_get_params(int64_t n_examples, int64_t batch,
+                                             int64_t accumulation, const std::string& optim,
+                                             int64_t epochs = 2) {
   auto data = testing::make_blobs_dataset(n_examples, 6, 3);
   auto args = testing::quiet_args("accum");
   args.per_device_train_batch_size = batch;
@@ -66,7 +67,8 @@ TEST(Accumulation, DifferentWindowsReallyDiffer) {
   auto a = train_and_get_params(32, 8, 1, "sgd");
   auto b = train_and_get_params(32, 8, 2, "sgd");
   double max_diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, (a[i] - b[i]).abs().max().item<double>());
+  for (size_t i = 0; i < a.size(); ++i)
+    max_diff = std::max(max_diff, (a[i] - b[i]).abs().max().item<double>());
   EXPECT_GT(max_diff, 1e-4);
 }
 

@@ -17,8 +17,10 @@ class RecordingCallback : public TrainerCallback {
  public:
   std::vector<std::string> events;
   std::string name() const override { return "RecordingCallback"; }
-#define RECORD(EVENT) \
-  void EVENT(Args, TrainerState&, TrainerControl&, Ctx) override { events.push_back(#EVENT); }
+#define RECORD(EVENT)                                              \
+  void EVENT(Args, TrainerState&, TrainerControl&, Ctx) override { \
+    events.push_back(#EVENT);                                      \
+  }
   RECORD(on_init_end)
   RECORD(on_train_begin)
   RECORD(on_train_end)
@@ -38,12 +40,12 @@ class RecordingCallback : public TrainerCallback {
 };
 
 TEST(Callbacks, EventSequenceOfASmallRun) {
-  auto data = testing::make_regression_dataset(8, 2);   // batch 2 -> 4 micro-batches
-  auto eval = testing::make_regression_dataset(4, 2);   // eval batch 2 -> 2 prediction steps
+  auto data = testing::make_regression_dataset(8, 2);  // batch 2 -> 4 micro-batches
+  auto eval = testing::make_regression_dataset(4, 2);  // eval batch 2 -> 2 prediction steps
   auto args = testing::quiet_args("events");
   args.per_device_train_batch_size = 2;
   args.per_device_eval_batch_size = 2;
-  args.gradient_accumulation_steps = 2;                  // -> 2 optimizer steps
+  args.gradient_accumulation_steps = 2;  // -> 2 optimizer steps
   args.num_train_epochs = 1;
   args.logging_steps = 1;
   args.eval_strategy = "steps";
@@ -53,8 +55,9 @@ TEST(Callbacks, EventSequenceOfASmallRun) {
                   {.train_dataset = data, .eval_dataset = eval, .callbacks = {recorder}});
   trainer.train();
   trainer.predict(eval);
-  const std::vector<std::string> step = {"on_step_begin", "on_substep_end", "on_pre_optimizer_step",
-                                         "on_optimizer_step", "on_step_end", "on_log"};
+  const std::vector<std::string> step = {"on_step_begin",         "on_substep_end",
+                                         "on_pre_optimizer_step", "on_optimizer_step",
+                                         "on_step_end",           "on_log"};
   std::vector<std::string> expected = {"on_init_end", "on_train_begin", "on_epoch_begin"};
   expected.insert(expected.end(), step.begin(), step.end());
   expected.insert(expected.end(), step.begin(), step.end());
@@ -140,7 +143,9 @@ int64_t early_stopping_step(std::vector<double> scores, int64_t patience, double
   args.greater_is_better = greater_is_better;
   auto es = std::make_shared<EarlyStoppingCallback>(patience, threshold);
   Trainer trainer(std::make_shared<LinearRegression>(2, 1), args,
-                  {.train_dataset = data, .eval_dataset = data, .compute_metrics = scripted(scores),
+                  {.train_dataset = data,
+                   .eval_dataset = data,
+                   .compute_metrics = scripted(scores),
                    .callbacks = {es}});
   return trainer.train().global_step;
 }
@@ -165,7 +170,8 @@ TEST(Callbacks, EarlyStoppingWithoutMetricIsAClearError) {
   auto args = testing::quiet_args("early_bad");
   args.eval_strategy = "steps";
   Trainer trainer(std::make_shared<LinearRegression>(2, 1), args,
-                  {.train_dataset = data, .eval_dataset = data,
+                  {.train_dataset = data,
+                   .eval_dataset = data,
                    .callbacks = {std::make_shared<EarlyStoppingCallback>(2)}});
   try {
     trainer.train();

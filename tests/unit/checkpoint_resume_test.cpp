@@ -94,7 +94,8 @@ std::vector<nlohmann::json> step_logs(const std::vector<nlohmann::json>& history
   std::vector<nlohmann::json> out;
   for (auto e : history) {
     if (e.contains("train_runtime")) continue;
-    for (const char* k : {"eval_runtime", "eval_samples_per_second", "eval_steps_per_second"}) e.erase(k);
+    for (const char* k : {"eval_runtime", "eval_samples_per_second", "eval_steps_per_second"})
+      e.erase(k);
     out.push_back(e);
   }
   return out;
@@ -102,9 +103,11 @@ std::vector<nlohmann::json> step_logs(const std::vector<nlohmann::json>& history
 
 void expect_identical(const RunResult& a, const RunResult& b) {
   ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(a.params[i].equal(b.params[i])) << "param " << i;
+  for (size_t i = 0; i < a.params.size(); ++i)
+    EXPECT_TRUE(a.params[i].equal(b.params[i])) << "param " << i;
   ASSERT_EQ(a.optimizer.tensors.size(), b.optimizer.tensors.size());
-  for (const auto& [k, t] : a.optimizer.tensors) EXPECT_TRUE(t.equal(b.optimizer.tensors.at(k))) << k;
+  for (const auto& [k, t] : a.optimizer.tensors)
+    EXPECT_TRUE(t.equal(b.optimizer.tensors.at(k))) << k;
   EXPECT_EQ(a.optimizer.meta, b.optimizer.meta);
   EXPECT_EQ(step_logs(a.history), step_logs(b.history));
 }
@@ -113,9 +116,10 @@ TEST(CheckpointResume, StopAndResumeEqualsUninterruptedForSeedsAndStopPoints) {
   // 6 batches per epoch: k=3 is mid-epoch, k=6 an epoch boundary, k=8 mid second epoch;
   // with accumulation 2 an epoch is 3 steps (the last window is a single short batch).
   for (int64_t seed : {1, 2, 3}) {
-    for (auto [accumulation, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {1, 6}, {1, 8}, {2, 3}, {2, 4}}) {
-      SCOPED_TRACE("seed " + std::to_string(seed) + " accumulation " + std::to_string(accumulation) +
-                   " stop " + std::to_string(k));
+    for (auto [accumulation, k] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {1, 6}, {1, 8}, {2, 3}, {2, 4}}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " accumulation " +
+                   std::to_string(accumulation) + " stop " + std::to_string(k));
       RunSetup s{.seed = seed, .accumulation = accumulation};
       auto straight = run(s, testing::fresh_output_dir("straight"), std::nullopt, std::nullopt);
       const auto dir = testing::fresh_output_dir("stopped");
@@ -132,7 +136,9 @@ TEST(CheckpointResume, EpochCheckpointsResumeAtTheNextEpoch) {
   // save_strategy epoch: the checkpoint is written after on_epoch_end (6 batches per epoch), and
   // the resumed run must start the next epoch, not replay the finished one.
   for (int64_t accumulation : {1, 2}) {
-    RunSetup s{.seed = 5, .accumulation = accumulation, .max_steps = accumulation == 1 ? 15 : 8,
+    RunSetup s{.seed = 5,
+               .accumulation = accumulation,
+               .max_steps = accumulation == 1 ? 15 : 8,
                .save_strategy = "epoch"};
     const int64_t first_epoch_end = accumulation == 1 ? 6 : 3;
     auto straight = run(s, testing::fresh_output_dir("epoch_straight"), std::nullopt, std::nullopt);
@@ -150,15 +156,15 @@ TEST(CheckpointResume, LayoutHasHfFilesAndFieldNames) {
   const auto dir = testing::fresh_output_dir("layout");
   run(RunSetup{.max_steps = 2, .save_steps = 2}, dir, std::nullopt, std::nullopt);
   const auto ckpt = checkpoint_path(dir, 2);
-  for (const char* f : {"model.safetensors", "optimizer.safetensors", "optimizer.json", "scheduler.json",
-                        "trainer_state.json", "training_args.json", "rng_state.json", "loop_state.json",
-                        "manifest.json"})
+  for (const char* f : {"model.safetensors", "optimizer.safetensors", "optimizer.json",
+                        "scheduler.json", "trainer_state.json", "training_args.json",
+                        "rng_state.json", "loop_state.json", "manifest.json"})
     EXPECT_TRUE(fs::exists(ckpt / f)) << f;
   auto state = nlohmann::json::parse(std::ifstream(ckpt / "trainer_state.json"));
-  for (const char* k : {"epoch", "global_step", "max_steps", "logging_steps", "eval_steps", "save_steps",
-                        "train_batch_size", "num_train_epochs", "total_flos", "log_history", "best_metric",
-                        "best_global_step", "best_model_checkpoint", "is_local_process_zero",
-                        "is_world_process_zero", "stateful_callbacks"})
+  for (const char* k : {"epoch", "global_step", "max_steps", "logging_steps", "eval_steps",
+                        "save_steps", "train_batch_size", "num_train_epochs", "total_flos",
+                        "log_history", "best_metric", "best_global_step", "best_model_checkpoint",
+                        "is_local_process_zero", "is_world_process_zero", "stateful_callbacks"})
     EXPECT_TRUE(state.contains(k)) << k;
   EXPECT_EQ(state["global_step"], 2);
   auto weights = load_safetensors((ckpt / "model.safetensors").string());
@@ -181,14 +187,16 @@ TEST(CheckpointResume, CorruptedNewestCheckpointFallsBackAndExplicitPathIsAnErro
   ASSERT_TRUE(problem.has_value());
   EXPECT_NE(problem->find("model.safetensors"), std::string::npos);
   std::vector<std::string> reported;
-  auto latest = latest_complete_checkpoint(dir, [&](const fs::path& p, const std::string&) { reported.push_back(p.string()); });
+  auto latest = latest_complete_checkpoint(
+      dir, [&](const fs::path& p, const std::string&) { reported.push_back(p.string()); });
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(*latest, checkpoint_path(dir, 2));
   EXPECT_EQ(reported, std::vector<std::string>{newest.string()});
   // Truncation and a missing manifest (a crash before the rename cannot leave this, but a
   // copy can) are both reported too.
   fs::resize_file(checkpoint_path(dir, 2) / "optimizer.safetensors", 10);
-  EXPECT_NE(verify_checkpoint(checkpoint_path(dir, 2))->find("optimizer.safetensors"), std::string::npos);
+  EXPECT_NE(verify_checkpoint(checkpoint_path(dir, 2))->find("optimizer.safetensors"),
+            std::string::npos);
   try {
     run(RunSetup{.max_steps = 6, .save_steps = 2}, dir, std::nullopt, newest.string());
     FAIL() << "resuming from a corrupted checkpoint must fail";
@@ -207,7 +215,8 @@ TEST(CheckpointResume, RotationKeepsTheNewestAndTheBest) {
   // Limit 1 with a best checkpoint that is not the newest keeps both (HF).
   fs::create_directories(checkpoint_path(dir, 6));
   rotate_checkpoints(dir, 1, checkpoint_path(dir, 2));
-  EXPECT_EQ(list_checkpoints(dir), (std::vector<fs::path>{checkpoint_path(dir, 2), checkpoint_path(dir, 6)}));
+  EXPECT_EQ(list_checkpoints(dir),
+            (std::vector<fs::path>{checkpoint_path(dir, 2), checkpoint_path(dir, 6)}));
   rotate_checkpoints(dir, 1, std::nullopt);
   EXPECT_EQ(list_checkpoints(dir), (std::vector<fs::path>{checkpoint_path(dir, 6)}));
 }
@@ -229,24 +238,31 @@ TEST(CheckpointResume, TrainerRotatesAndReloadsTheBestModel) {
   // Scripted scores: the best is step 3.
   auto calls = std::make_shared<int>(0);
   std::vector<double> scores = {0.1, 0.2, 0.9, 0.3, 0.4, 0.5};
-  auto metrics = [=](const EvalPrediction&) { return Metrics{{"score", scores.at(static_cast<size_t>((*calls)++))}}; };
+  auto metrics = [=](const EvalPrediction&) {
+    return Metrics{{"score", scores.at(static_cast<size_t>((*calls)++))}};
+  };
   torch::manual_seed(1);
   auto model = std::make_shared<MLPClassifier>(5, 8, 2);
-  Trainer trainer(model, args, {.train_dataset = data, .eval_dataset = data, .compute_metrics = metrics});
+  Trainer trainer(model, args,
+                  {.train_dataset = data, .eval_dataset = data, .compute_metrics = metrics});
   trainer.train();
   EXPECT_EQ(trainer.state().best_model_checkpoint, checkpoint_path(dir, 3).string());
   EXPECT_EQ(trainer.state().best_global_step, 3);
-  EXPECT_EQ(list_checkpoints(dir), (std::vector<fs::path>{checkpoint_path(dir, 3), checkpoint_path(dir, 6)}));
+  EXPECT_EQ(list_checkpoints(dir),
+            (std::vector<fs::path>{checkpoint_path(dir, 3), checkpoint_path(dir, 6)}));
   auto best = load_safetensors((checkpoint_path(dir, 3) / "model.safetensors").string());
-  EXPECT_TRUE(model->named_parameters()["classifier.weight"].equal(best.tensors.at("classifier.weight")));
+  EXPECT_TRUE(
+      model->named_parameters()["classifier.weight"].equal(best.tensors.at("classifier.weight")));
   auto last = load_safetensors((checkpoint_path(dir, 6) / "model.safetensors").string());
-  EXPECT_FALSE(model->named_parameters()["classifier.weight"].equal(last.tensors.at("classifier.weight")));
+  EXPECT_FALSE(
+      model->named_parameters()["classifier.weight"].equal(last.tensors.at("classifier.weight")));
 }
 
 TEST(CheckpointResume, EarlyStoppingCounterIsRestored) {
   // Patience 3 over scores that never improve after step 1: the uninterrupted run stops at 4.
   // Stopping at 2 (counter 1) and resuming must still stop at 4, not at 5.
-  auto go = [](const std::string& dir, std::optional<int64_t> stop, std::optional<std::string> resume) {
+  auto go = [](const std::string& dir, std::optional<int64_t> stop,
+               std::optional<std::string> resume) {
     auto data = testing::make_blobs_dataset(16, 5, 4);
     TrainingArguments args = testing::quiet_args("unused");
     args.output_dir = dir;
@@ -259,12 +275,17 @@ TEST(CheckpointResume, EarlyStoppingCounterIsRestored) {
     args.greater_is_better = true;
     args.resume_from_checkpoint = resume;
     auto calls = std::make_shared<int>(resume ? 2 : 0);
-    auto metrics = [calls](const EvalPrediction&) { return Metrics{{"score", (*calls)++ == 0 ? 1.0 : 0.5}}; };
+    auto metrics = [calls](const EvalPrediction&) {
+      return Metrics{{"score", (*calls)++ == 0 ? 1.0 : 0.5}};
+    };
     std::vector<std::shared_ptr<TrainerCallback>> cbs{std::make_shared<EarlyStoppingCallback>(3)};
     if (stop) cbs.push_back(std::make_shared<StopAt>(*stop));
     torch::manual_seed(1);
     Trainer trainer(std::make_shared<MLPClassifier>(5, 8, 2), args,
-                    {.train_dataset = data, .eval_dataset = data, .compute_metrics = metrics, .callbacks = cbs});
+                    {.train_dataset = data,
+                     .eval_dataset = data,
+                     .compute_metrics = metrics,
+                     .callbacks = cbs});
     return trainer.train().global_step;
   };
   EXPECT_EQ(go(testing::fresh_output_dir("es_straight"), std::nullopt, std::nullopt), 4);
@@ -279,7 +300,8 @@ TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
   auto expect_error = [&](TrainingArguments args, const std::string& needle) {
     auto data = testing::make_blobs_dataset(22, 5, 4);
     torch::manual_seed(9);
-    Trainer trainer(std::make_shared<MLPClassifier>(5, 16, 2, 0.3, 2), args, {.train_dataset = data});
+    Trainer trainer(std::make_shared<MLPClassifier>(5, 16, 2, 0.3, 2), args,
+                    {.train_dataset = data});
     try {
       trainer.train();
       FAIL() << "expected an error containing " << needle;
@@ -328,8 +350,10 @@ TEST(CheckpointDir, ParallelCrc32EqualsZlibOverTheWholeFile) {
   for (uint64_t size : {0ull, 1ull, 1000ull, (64ull << 20) + 7, (96ull << 20) + 3}) {
     const auto path = fs::path(testing::fresh_output_dir("crc")) += ".bin";
     std::vector<unsigned char> bytes(size);
-    for (uint64_t i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
+    for (uint64_t i = 0; i < size; ++i)
+      bytes[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
     const uLong expected = crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(size));
     EXPECT_EQ(file_crc32(path), static_cast<uint32_t>(expected)) << size;
     fs::remove(path);

@@ -19,17 +19,20 @@ class WeightedLossTrainer : public Trainer {
  public:
   WeightedLossTrainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerComponents c,
                       std::vector<float> class_weights)
-      : Trainer(std::move(model), std::move(args), std::move(c)), weights_(std::move(class_weights)) {}
+      : Trainer(std::move(model), std::move(args), std::move(c)),
+        weights_(std::move(class_weights)) {}
   int64_t calls = 0;
 
-  LossAndOutputs compute_loss(Model& model, const Batch& inputs, bool, std::optional<int64_t>) override {
+  LossAndOutputs compute_loss(Model& model, const Batch& inputs, bool,
+                              std::optional<int64_t>) override {
     ++calls;
     Batch features = inputs;
     features.erase("labels");
     ModelOutput outputs = model.forward(features);
     auto weight = at::tensor(weights_, outputs.logits.options());
     auto loss = torch::nn::functional::cross_entropy(
-        outputs.logits, inputs.at("labels"), torch::nn::functional::CrossEntropyFuncOptions().weight(weight));
+        outputs.logits, inputs.at("labels"),
+        torch::nn::functional::CrossEntropyFuncOptions().weight(weight));
     return {loss, outputs};
   }
 
@@ -41,7 +44,8 @@ std::shared_ptr<TensorDataset> three_class_data() {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
   at::Tensor x = at::randn({24, 4}, gen, at::kFloat);
   at::Tensor y = at::arange(24, at::kLong).remainder(3);
-  return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}});
+  return std::make_shared<TensorDataset>(
+      std::map<std::string, at::Tensor>{{"x", x}, {"labels", y}});
 }
 
 std::vector<at::Tensor> params_of(Model& m) {
@@ -60,16 +64,18 @@ std::pair<std::vector<at::Tensor>, std::shared_ptr<MLPClassifier>> run(std::vect
   auto model = std::make_shared<MLPClassifier>(4, 8, 3);
   std::unique_ptr<Trainer> trainer;
   if constexpr (std::is_same_v<T, WeightedLossTrainer>)
-    trainer = std::make_unique<WeightedLossTrainer>(model, args, TrainerComponents{.train_dataset = three_class_data()}, weights);
+    trainer = std::make_unique<WeightedLossTrainer>(
+        model, args, TrainerComponents{.train_dataset = three_class_data()}, weights);
   else
-    trainer = std::make_unique<Trainer>(model, args, TrainerComponents{.train_dataset = three_class_data()});
+    trainer = std::make_unique<Trainer>(model, args,
+                                        TrainerComponents{.train_dataset = three_class_data()});
   trainer->train();
   return {params_of(*model), model};
 }
 
 TEST(CustomTrainer, WeightedComputeLossIsUsedInTraining) {
   auto plain = run<Trainer>({}).first;
-  auto uniform = run<WeightedLossTrainer>({1, 1, 1}).first;   // equal weights == plain CE
+  auto uniform = run<WeightedLossTrainer>({1, 1, 1}).first;  // equal weights == plain CE
   auto weighted = run<WeightedLossTrainer>({1, 2, 3}).first;
   double same = 0, different = 0;
   for (size_t i = 0; i < plain.size(); ++i) {
@@ -90,10 +96,15 @@ TEST(CustomTrainer, WeightedComputeLossIsUsedInEvaluation) {
   const double eval_loss = trainer.evaluate().at("eval_loss");
   EXPECT_EQ(trainer.calls, 1);
   model->eval();
-  Batch all = *data->get_stacked([] { std::vector<int64_t> v(24); std::iota(v.begin(), v.end(), 0); return v; }());
+  Batch all = *data->get_stacked([] {
+    std::vector<int64_t> v(24);
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+  }());
   auto logits = model->forward(all).logits;
   auto expected = torch::nn::functional::cross_entropy(
-      logits, all.at("labels"), torch::nn::functional::CrossEntropyFuncOptions().weight(at::tensor({1.f, 2.f, 3.f})));
+      logits, all.at("labels"),
+      torch::nn::functional::CrossEntropyFuncOptions().weight(at::tensor({1.f, 2.f, 3.f})));
   EXPECT_NEAR(eval_loss, expected.item<double>(), 1e-6);
 }
 
@@ -120,8 +131,8 @@ TEST(CustomTrainer, TrainingStepOverrideIsUsed) {
   auto before = params_of(*model);
   NoBackwardTrainer trainer(model, args, {.train_dataset = three_class_data()});
   auto out = trainer.train();
-  EXPECT_EQ(trainer.steps, 6);        // 24 examples / batch 4
-  EXPECT_EQ(out.global_step, 3);      // 6 micro-batches / accumulation 2
+  EXPECT_EQ(trainer.steps, 6);    // 24 examples / batch 4
+  EXPECT_EQ(out.global_step, 3);  // 6 micro-batches / accumulation 2
   auto after = params_of(*model);
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(before[i].equal(after[i]));
   EXPECT_GT(out.training_loss, 0.0);  // the returned losses were still accumulated

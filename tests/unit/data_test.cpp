@@ -13,7 +13,8 @@ namespace {
 
 std::shared_ptr<TensorDataset> counting_dataset(int64_t n) {
   return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{
-      {"x", at::arange(n, at::kFloat).unsqueeze(1).repeat({1, 3})}, {"labels", at::arange(n, at::kLong)}});
+      {"x", at::arange(n, at::kFloat).unsqueeze(1).repeat({1, 3})},
+      {"labels", at::arange(n, at::kLong)}});
 }
 
 TEST(Data, RandomSamplerIsAPermutationFixedBySeedAndEpoch) {
@@ -49,7 +50,8 @@ TEST(Data, LoaderBatchesFollowTheSamplerWithAndWithoutDropLast) {
   EXPECT_EQ(seen, order);
   EXPECT_EQ(keep.batch(2).size(), 2);
   keep.set_epoch(1);
-  EXPECT_FALSE(keep.batch(0).at("labels").equal(DataLoader(ds, sampler, {.batch_size = 4}).batch(0).at("labels")));
+  EXPECT_FALSE(keep.batch(0).at("labels").equal(
+      DataLoader(ds, sampler, {.batch_size = 4}).batch(0).at("labels")));
   EXPECT_THROW(keep.batch(3), std::out_of_range);
 }
 
@@ -70,7 +72,8 @@ TEST(Data, StackedFastPathEqualsCollatingExamples) {
   DataLoader fast(ds, sampler, {.batch_size = 4});
   DataLoader slow(std::make_shared<ExampleOnlyDataset>(ds), sampler, {.batch_size = 4});
   for (int64_t b = 0; b < 3; ++b)
-    for (const auto& key : {"x", "labels"}) EXPECT_TRUE(fast.batch(b).at(key).equal(slow.batch(b).at(key)));
+    for (const auto& key : {"x", "labels"})
+      EXPECT_TRUE(fast.batch(b).at(key).equal(slow.batch(b).at(key)));
 }
 
 TEST(Data, CollatorAndDatasetRejectInconsistentInput) {
@@ -81,7 +84,9 @@ TEST(Data, CollatorAndDatasetRejectInconsistentInput) {
   Example c{{"y", at::zeros({3})}};
   EXPECT_THROW(collate({a, c}), std::invalid_argument);
   EXPECT_THROW(TensorDataset({{"x", at::zeros({3, 2})}, {"y", at::zeros({4})}}), ArgumentError);
-  EXPECT_THROW(DataLoader(counting_dataset(4), std::make_shared<SequentialSampler>(4), {.batch_size = 0}), ArgumentError);
+  EXPECT_THROW(
+      DataLoader(counting_dataset(4), std::make_shared<SequentialSampler>(4), {.batch_size = 0}),
+      ArgumentError);
   try {
     Batch batch;
     batch.at("input_ids");

@@ -52,9 +52,12 @@ TEST(TrainerTraining, ClassifierLearnsSeparableProblem) {
   args.eval_strategy = "epoch";
   auto model = std::make_shared<MLPClassifier>(8, 16, 2);
   auto accuracy = [](const EvalPrediction& p) {
-    return Metrics{{"accuracy", p.predictions.argmax(-1).eq(p.label_ids).to(at::kDouble).mean().item<double>()}};
+    return Metrics{
+        {"accuracy",
+         p.predictions.argmax(-1).eq(p.label_ids).to(at::kDouble).mean().item<double>()}};
   };
-  Trainer trainer(model, args, {.train_dataset = train, .eval_dataset = eval, .compute_metrics = accuracy});
+  Trainer trainer(model, args,
+                  {.train_dataset = train, .eval_dataset = eval, .compute_metrics = accuracy});
   trainer.train();
   Metrics m = trainer.evaluate();
   EXPECT_DOUBLE_EQ(m.at("eval_accuracy"), 1.0);
@@ -133,7 +136,8 @@ TEST(TrainerTraining, LogsLossLearningRateGradNormAndEpochToHistoryAndJsonLines)
     ++lines;
   }
   EXPECT_EQ(lines, 5);
-  auto written = nlohmann::json::parse(std::ifstream(std::filesystem::path(args.output_dir) / "training_args.json"));
+  auto written = nlohmann::json::parse(
+      std::ifstream(std::filesystem::path(args.output_dir) / "training_args.json"));
   EXPECT_EQ(written["logging_steps"], 2);
   EXPECT_EQ(written["learning_rate"], 0.1);
 }
@@ -154,8 +158,8 @@ TEST(TrainerTraining, SeedMakesRunsIdenticalAndDataSeedOnlyChangesOrder) {
   };
   at::Tensor a = run(1, std::nullopt);
   EXPECT_TRUE(a.equal(run(1, std::nullopt)));
-  EXPECT_FALSE(a.equal(run(2, std::nullopt)));   // dropout and order change
-  EXPECT_FALSE(a.equal(run(1, 5)));              // order changes, dropout stays
+  EXPECT_FALSE(a.equal(run(2, std::nullopt)));  // dropout and order change
+  EXPECT_FALSE(a.equal(run(1, 5)));             // order changes, dropout stays
 }
 
 TEST(TrainerTraining, LabelSmoothingChangesTheLossAsHfLabelSmoother) {

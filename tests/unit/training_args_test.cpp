@@ -55,8 +55,8 @@ std::string parse_error(const std::vector<std::string>& tokens, bool not_support
 
 std::string write_file(const std::string& name, const std::string& content) {
   // The pid keeps parallel test processes (ctest -j) from sharing a file.
-  const std::string path = testing::TempDir() + "ctrainer_training_args_test_" +
-                           std::to_string(::getpid()) + "_" + name;
+  const std::string path =
+      testing::TempDir() + "ctrainer_training_args_test_" + std::to_string(::getpid()) + "_" + name;
   std::ofstream(path) << content;
   return path;
 }
@@ -430,11 +430,12 @@ TEST(ArgumentParserTest, Contradictions) {
             std::string::npos);
   // Compatible strategies and steps pass the rule.
   EXPECT_NO_THROW(parse_ok({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
-                         "0.1", "--save_strategy", "steps", "--save_steps", "0.5"}));
+                            "0.1", "--save_strategy", "steps", "--save_steps", "0.5"}));
   EXPECT_NO_THROW(parse_ok({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
-                         "100", "--save_strategy", "steps", "--save_steps", "300"}));
+                            "100", "--save_strategy", "steps", "--save_steps", "300"}));
   // save_strategy best needs a metric to compare checkpoints by.
-  EXPECT_NE(parse_error({"--save_strategy", "best"}).find("--save_strategy best needs --metric_for_best_model"),
+  EXPECT_NE(parse_error({"--save_strategy", "best"})
+                .find("--save_strategy best needs --metric_for_best_model"),
             std::string::npos);
   EXPECT_NO_THROW(parse_ok({"--save_strategy", "best", "--metric_for_best_model", "accuracy"}));
 }

@@ -186,9 +186,10 @@ std::vector<OptionSpec> build_training_args_options() {
   t.group("distributed");
   t.add(&TA::local_rank, "local_rank",
         "Rank of the process on its node, as passed by launchers (-1: not distributed).");
-  t.add_enum(&TA::ddp_backend, "ddp_backend", "Distributed backend: gloo or nccl (multi-process runs only).",
-             {"gloo", "nccl"});
-  t.add(&TA::ddp_timeout, "ddp_timeout", "Timeout of the process-group operations, in seconds (multi-process runs only).");
+  t.add_enum(&TA::ddp_backend, "ddp_backend",
+             "Distributed backend: gloo or nccl (multi-process runs only).", {"gloo", "nccl"});
+  t.add(&TA::ddp_timeout, "ddp_timeout",
+        "Timeout of the process-group operations, in seconds (multi-process runs only).");
   t.add(&TA::ddp_find_unused_parameters, "ddp_find_unused_parameters",
         "find_unused_parameters of DistributedDataParallel (multi-process runs only).");
   t.add(&TA::ddp_bucket_cap_mb, "ddp_bucket_cap_mb",

@@ -10,14 +10,17 @@ namespace ctrainer {
 EarlyStoppingCallback::EarlyStoppingCallback(int64_t early_stopping_patience,
                                              double early_stopping_threshold)
     : patience_(early_stopping_patience), threshold_(early_stopping_threshold) {
-  if (patience_ < 1) throw ArgumentError("EarlyStoppingCallback: early_stopping_patience must be >= 1");
-  if (threshold_ < 0) throw ArgumentError("EarlyStoppingCallback: early_stopping_threshold must be >= 0");
+  if (patience_ < 1)
+    throw ArgumentError("EarlyStoppingCallback: early_stopping_patience must be >= 1");
+  if (threshold_ < 0)
+    throw ArgumentError("EarlyStoppingCallback: early_stopping_threshold must be >= 0");
 }
 
 void EarlyStoppingCallback::on_train_begin(Args args, TrainerState&, TrainerControl&, Ctx) {
   if (!args.metric_for_best_model)
     throw ArgumentError(
-        "EarlyStoppingCallback requires --metric_for_best_model (e.g. --metric_for_best_model loss)");
+        "EarlyStoppingCallback requires --metric_for_best_model (e.g. --metric_for_best_model "
+        "loss)");
   if (args.eval_strategy == "no")
     throw ArgumentError("EarlyStoppingCallback requires --eval_strategy steps or epoch");
 }
@@ -37,9 +40,9 @@ void EarlyStoppingCallback::on_evaluate(Args args, TrainerState& state, TrainerC
   const bool greater = args.greater_is_better.value_or(false);
   // Compared with the best value *before* this evaluation (the Trainer updates best_metric
   // after the on_evaluate callbacks ran), exactly as HF's check_metric_value.
-  const bool improved = !state.best_metric ||
-                        ((greater ? value > *state.best_metric : value < *state.best_metric) &&
-                         std::abs(value - *state.best_metric) > threshold_);
+  const bool improved =
+      !state.best_metric || ((greater ? value > *state.best_metric : value < *state.best_metric) &&
+                             std::abs(value - *state.best_metric) > threshold_);
   patience_counter_ = improved ? 0 : patience_counter_ + 1;
   if (patience_counter_ >= patience_) control.should_training_stop = true;
   state.stateful_callbacks[name()] = this->state();
@@ -49,14 +52,15 @@ void EarlyStoppingCallback::restore_state(const nlohmann::json& saved) {
   try {
     patience_counter_ = saved.at("attributes").at("early_stopping_patience_counter").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(std::string("checkpoint: bad EarlyStoppingCallback state: ") + e.what());
+    throw std::runtime_error(std::string("checkpoint: bad EarlyStoppingCallback state: ") +
+                             e.what());
   }
 }
 
 nlohmann::json EarlyStoppingCallback::state() const {
-  return {{"args",
-           {{"early_stopping_patience", patience_}, {"early_stopping_threshold", threshold_}}},
-          {"attributes", {{"early_stopping_patience_counter", patience_counter_}}}};
+  return {
+      {"args", {{"early_stopping_patience", patience_}, {"early_stopping_threshold", threshold_}}},
+      {"attributes", {{"early_stopping_patience_counter", patience_counter_}}}};
 }
 
 }  // namespace ctrainer

@@ -62,7 +62,8 @@ std::optional<int64_t> checkpoint_step(const fs::path& folder) {
 
 uint32_t file_crc32(const fs::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot read " + file.string());
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot read " + file.string());
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
@@ -100,7 +101,8 @@ uint32_t file_crc32(const fs::path& file) {
   for (auto& w : workers) w.join();
   ::close(fd);
   for (int err : errors)
-    if (err != 0) throw std::system_error(err, std::generic_category(), "cannot read " + file.string());
+    if (err != 0)
+      throw std::system_error(err, std::generic_category(), "cannot read " + file.string());
   uLong crc = crcs[0];
   for (uint64_t part = 1; part < parts; ++part) {
     const uint64_t begin = part * part_size;
@@ -115,7 +117,8 @@ fs::path write_checkpoint_atomically(const fs::path& output_dir, int64_t step,
   fs::create_directories(output_dir);
   const fs::path final_dir = checkpoint_path(output_dir, step);
   // A hidden sibling on the same filesystem, so the final rename is atomic.
-  const fs::path tmp_dir = output_dir / (".tmp-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
+  const fs::path tmp_dir =
+      output_dir / (".tmp-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
   fs::remove_all(tmp_dir);
   fs::create_directories(tmp_dir);
   try {
@@ -123,21 +126,27 @@ fs::path write_checkpoint_atomically(const fs::path& output_dir, int64_t step,
     nlohmann::json files = nlohmann::json::object();
     for (const auto& file : regular_files(tmp_dir)) {
       fsync_path(file, false);
-      files[fs::relative(file, tmp_dir).string()] = {{"size", fs::file_size(file)}, {"crc32", file_crc32(file)}};
+      files[fs::relative(file, tmp_dir).string()] = {{"size", fs::file_size(file)},
+                                                     {"crc32", file_crc32(file)}};
     }
     {
       std::ofstream manifest(tmp_dir / kCheckpointManifest);
-      manifest << nlohmann::json{{"format_version", kCheckpointFormatVersion}, {"step", step}, {"files", files}}.dump(2)
+      manifest << nlohmann::json{{"format_version", kCheckpointFormatVersion},
+                                 {"step", step},
+                                 {"files", files}}
+                      .dump(2)
                << '\n';
       manifest.flush();
-      if (!manifest) throw std::runtime_error("cannot write " + (tmp_dir / kCheckpointManifest).string());
+      if (!manifest)
+        throw std::runtime_error("cannot write " + (tmp_dir / kCheckpointManifest).string());
     }
     fsync_path(tmp_dir / kCheckpointManifest, false);
     fsync_path(tmp_dir, true);
     if (fs::exists(final_dir)) {
       // Same step saved again (e.g. the end-of-training save): keep the old one until the new
       // one is complete, then swap.
-      const fs::path old_dir = output_dir / (".old-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
+      const fs::path old_dir =
+          output_dir / (".old-" + final_dir.filename().string() + "-" + std::to_string(::getpid()));
       fs::remove_all(old_dir);
       fs::rename(final_dir, old_dir);
       fs::rename(tmp_dir, final_dir);
@@ -176,8 +185,10 @@ std::optional<std::string> verify_checkpoint(const fs::path& folder) {
     if (!fs::is_regular_file(file, ec)) return "missing file " + file.string();
     const auto size = fs::file_size(file, ec);
     if (ec || !info.contains("size") || size != info["size"].get<uint64_t>())
-      return "file " + file.string() + " has " + std::to_string(size) + " bytes, the manifest recorded " +
-             (info.contains("size") ? info["size"].dump() : std::string("none")) + " (truncated or overwritten)";
+      return "file " + file.string() + " has " + std::to_string(size) +
+             " bytes, the manifest recorded " +
+             (info.contains("size") ? info["size"].dump() : std::string("none")) +
+             " (truncated or overwritten)";
     if (!info.contains("crc32") || file_crc32(file) != info["crc32"].get<uint32_t>())
       return "file " + file.string() + " fails its CRC-32 check (corrupted)";
   }
@@ -189,7 +200,8 @@ std::vector<fs::path> list_checkpoints(const fs::path& output_dir) {
   std::error_code ec;
   if (!fs::is_directory(output_dir, ec)) return {};
   for (const auto& entry : fs::directory_iterator(output_dir))
-    if (auto step = checkpoint_step(entry.path()); step && entry.is_directory()) found.emplace_back(*step, entry.path());
+    if (auto step = checkpoint_step(entry.path()); step && entry.is_directory())
+      found.emplace_back(*step, entry.path());
   std::sort(found.begin(), found.end());
   std::vector<fs::path> out;
   for (auto& [step, path] : found) out.push_back(std::move(path));
@@ -197,7 +209,8 @@ std::vector<fs::path> list_checkpoints(const fs::path& output_dir) {
 }
 
 std::optional<fs::path> latest_complete_checkpoint(
-    const fs::path& output_dir, const std::function<void(const fs::path&, const std::string&)>& report) {
+    const fs::path& output_dir,
+    const std::function<void(const fs::path&, const std::string&)>& report) {
   auto all = list_checkpoints(output_dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     auto problem = verify_checkpoint(*it);
@@ -212,16 +225,17 @@ std::vector<fs::path> rotate_checkpoints(const fs::path& output_dir, int64_t sav
   if (save_total_limit <= 0) return {};
   auto sorted = list_checkpoints(output_dir);
   if (best_checkpoint) {
-    auto best = std::find_if(sorted.begin(), sorted.end(), [&](const fs::path& p) {
-      return same_folder(p, *best_checkpoint);
-    });
+    auto best = std::find_if(sorted.begin(), sorted.end(),
+                             [&](const fs::path& p) { return same_folder(p, *best_checkpoint); });
     // HF moves the best checkpoint to the second newest position so it survives rotation.
     if (best != sorted.end())
-      for (auto i = static_cast<size_t>(best - sorted.begin()); i + 2 < sorted.size(); ++i) std::swap(sorted[i], sorted[i + 1]);
+      for (auto i = static_cast<size_t>(best - sorted.begin()); i + 2 < sorted.size(); ++i)
+        std::swap(sorted[i], sorted[i + 1]);
   }
   if (static_cast<int64_t>(sorted.size()) <= save_total_limit) return {};
   int64_t keep = save_total_limit;
-  if (best_checkpoint && save_total_limit == 1 && !same_folder(sorted.back(), *best_checkpoint)) keep = 2;
+  if (best_checkpoint && save_total_limit == 1 && !same_folder(sorted.back(), *best_checkpoint))
+    keep = 2;
   const auto remove = std::max<int64_t>(0, static_cast<int64_t>(sorted.size()) - keep);
   std::vector<fs::path> deleted(sorted.begin(), sorted.begin() + remove);
   for (const auto& p : deleted) {

@@ -13,7 +13,8 @@ namespace ctrainer {
 class TensorMap {
  public:
   TensorMap() = default;
-  TensorMap(std::initializer_list<std::pair<const std::string, at::Tensor>> items) : items_(items) {}
+  TensorMap(std::initializer_list<std::pair<const std::string, at::Tensor>> items)
+      : items_(items) {}
 
   bool contains(const std::string& key) const { return items_.count(key) != 0; }
   /// The tensor under `key`; throws std::out_of_range naming the key and the keys present.

@@ -6,7 +6,8 @@
 
 namespace ctrainer {
 
-TensorDataset::TensorDataset(std::map<std::string, at::Tensor> tensors) : tensors_(std::move(tensors)) {
+TensorDataset::TensorDataset(std::map<std::string, at::Tensor> tensors)
+    : tensors_(std::move(tensors)) {
   if (tensors_.empty()) throw ArgumentError("TensorDataset needs at least one named tensor");
   bool first = true;
   for (const auto& [name, t] : tensors_) {

@@ -2,12 +2,12 @@
 #include <cstdio>
 
 /// This project links only the installed package, not GoogleTest: a minimal assertion.
-#define CHECK(condition)                                                 \
-  do {                                                                   \
-    if (!(condition)) {                                                  \
+#define CHECK(condition)                                                \
+  do {                                                                  \
+    if (!(condition)) {                                                 \
       std::fprintf(stderr, "consumer: check failed: %s\n", #condition); \
-      return 1;                                                          \
-    }                                                                    \
+      return 1;                                                         \
+    }                                                                   \
   } while (false)
 
 #include <ctrainer/models/simple/linear_regression.h>
