@@ -1,0 +1,99 @@
+// ctrainer-tokenize end to end: stdin lines in, one JSON object per line out, clear errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+const std::string kBinary = CTRAINER_TOKENIZE_BINARY;
+const std::string kUncased = std::string(CTRAINER_VOCAB_DIR) + "/bert-base-uncased-vocab.txt";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs the binary with `args`, `input` on stdin; captures stdout, stderr and the exit code.
+Result run(const std::string& args, const std::string& input) {
+  // Per-process names: ctest -j runs the cases of this file in parallel processes.
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string tag = std::to_string(::getpid());
+  const std::string in_path = (dir / ("ctrainer_tokenize_e2e_in_" + tag + ".txt")).string();
+  const std::string err_path = (dir / ("ctrainer_tokenize_e2e_err_" + tag + ".txt")).string();
+  std::ofstream(in_path, std::ios::binary) << input;
+  const std::string command = kBinary + " " + args + " < '" + in_path + "' 2> '" + err_path + "'";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return result;
+}
+
+TEST(TokenizeCli, TextsAndPairs) {
+  Result r = run("--vocab " + kUncased, "hello world\nThe cat\tsat on the mat.\n\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out,
+      "{\"input_ids\": [101, 7592, 2088, 102], \"token_type_ids\": [0, 0, 0, 0], "
+      "\"attention_mask\": [1, 1, 1, 1]}\n"
+      "{\"input_ids\": [101, 1996, 4937, 102, 2938, 2006, 1996, 13523, 1012, 102], "
+      "\"token_type_ids\": [0, 0, 0, 0, 1, 1, 1, 1, 1, 1], "
+      "\"attention_mask\": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}\n"
+      "{\"input_ids\": [101, 102], \"token_type_ids\": [0, 0], \"attention_mask\": [1, 1]}\n");
+}
+
+TEST(TokenizeCli, MaxLengthTruncatesLongestFirst) {
+  Result r = run("--vocab " + kUncased + " --max_length 6", "the cat sat on the mat\tthe dog\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 6 + 2 + 3 = 11 tokens: the first text loses 4, then the pair 1 on the tie.
+  EXPECT_EQ(r.out,
+            "{\"input_ids\": [101, 1996, 4937, 102, 1996, 102], "
+            "\"token_type_ids\": [0, 0, 0, 0, 1, 1], \"attention_mask\": [1, 1, 1, 1, 1, 1]}\n");
+}
+
+TEST(TokenizeCli, CasedVocabulary) {
+  const std::string cased = std::string(CTRAINER_VOCAB_DIR) + "/bert-base-cased-vocab.txt";
+  Result r = run("--vocab " + cased + " --do_lower_case false", "Hello World!\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 44), "{\"input_ids\": [101, 8667, 1291, 106, 102], \"");
+}
+
+TEST(TokenizeCli, InvalidUtf8LineFails) {
+  Result r = run("--vocab " + kUncased, "hello\nbad \xff byte\nnever reached\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("stdin line 2: invalid UTF-8 at byte 4"), std::string::npos) << r.err;
+  // The line before the error was still printed.
+  EXPECT_EQ(r.out.find("[101, 7592, 102]"), 14u) << r.out;
+}
+
+TEST(TokenizeCli, BadArguments) {
+  Result r = run("", "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--vocab FILE is required"), std::string::npos) << r.err;
+  r = run("--vocab " + kUncased + " --max_length 0", "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--max_length expects a positive integer"), std::string::npos) << r.err;
+  r = run("--vocab /nonexistent/vocab.txt", "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/vocab.txt"), std::string::npos) << r.err;
+  r = run("--vocab " + kUncased, "a\tb\tc\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("stdin line 1: expected one text or two tab-separated texts, got 3"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
