@@ -1,8 +1,8 @@
 // ctrainer-tokenize end to end: stdin lines in, one JSON object per line out, clear errors.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
