@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -17,6 +18,7 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
+#include "support/expect_error.h"
 
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
 #include <ctrainer/trainer/errors.h>
@@ -297,16 +299,7 @@ TEST(OptimizerState, AdamIsSupported) {
 
 // ---- mismatches and corrupt states ------------------------------------------------------------
 
-// Runs `fn`, which must throw ArgumentError whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
-  } catch (const ArgumentError& e) {
-    const std::string what = e.what();
-    for (const auto& part : parts) EXPECT_NE(what.find(part), std::string::npos) << what;
-  }
-}
+using testing::expect_error;
 
 struct Saved {
   Saved() {

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <torch/cuda.h>
 #include <torch/nn/functional/dropout.h>
 #include <nlohmann/json.hpp>
+#include "support/expect_error.h"
 
 #include <ctrainer/trainer/checkpoint/rng_state.h>
 #include <ctrainer/trainer/errors.h>
@@ -23,16 +25,7 @@ std::vector<uint8_t> bytes_of(const std::string& s) {
   return {s.begin(), s.end()};
 }
 
-// Runs `fn`, which must throw ArgumentError whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
-  } catch (const ArgumentError& e) {
-    const std::string what = e.what();
-    for (const auto& part : parts) EXPECT_NE(what.find(part), std::string::npos) << what;
-  }
-}
+using testing::expect_error;
 
 // ---- base64 -----------------------------------------------------------------------------------
 
