@@ -2,6 +2,7 @@
 
 #include <torch/optim/optimizer.h>
 
+#include <ctrainer/distributed/tensor_gather.h>
 #include <ctrainer/models/model.h>
 #include <ctrainer/trainer/errors.h>
 #include <ctrainer/trainer/optim/grad_clip.h>
@@ -87,6 +88,18 @@ at::Tensor DDPStrategy::any_across_processes(const at::Tensor& flag) {
   at::Tensor count = flag.detach().ne(0).to(at::kFloat);
   group_.all_reduce_sum(count);
   return count.gt(0).to(flag.scalar_type());
+}
+
+std::vector<at::Tensor> DDPStrategy::all_gather(const at::Tensor& tensor) {
+  return all_gather_variable(group_, tensor);
+}
+
+std::vector<std::string> DDPStrategy::all_gather_strings(const std::string& value) {
+  return group_.all_gather_strings(value);
+}
+
+void DDPStrategy::barrier() {
+  group_.barrier();
 }
 
 int64_t DDPStrategy::world_size() const {

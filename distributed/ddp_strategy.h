@@ -53,6 +53,9 @@ class DDPStrategy : public Strategy {
   void zero_grad(Model& model) override;
   at::Tensor mean_across_processes(const at::Tensor& value) override;
   at::Tensor any_across_processes(const at::Tensor& flag) override;
+  std::vector<at::Tensor> all_gather(const at::Tensor& tensor) override;
+  std::vector<std::string> all_gather_strings(const std::string& value) override;
+  void barrier() override;
   int64_t world_size() const override;
 
   /// Number of gradient buckets (for tests and logs); 0 before setup().

@@ -1,6 +1,7 @@
 #include <ctrainer/distributed/process_group.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -155,12 +156,18 @@ struct ProcessGroup::State {
   std::string address;
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<compat::CollectiveBackend> backend;
+  /// A collective failed: peers are gone or out of step, so no further collective (including
+  /// the final barrier) can succeed. Atomic: set from the thread that waits.
+  std::atomic<bool> broken{false};
+  /// Sequence number of all_gather_strings calls, so each call uses fresh store keys.
+  int64_t string_gathers = 0;
 
   /// Waits for `work`, turning a timeout or a lost peer into a DistributedError naming `what`.
-  void wait(const char* what, const c10::intrusive_ptr<c10d::Work>& work) const {
+  void wait(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
     try {
       work->wait(options.timeout);
     } catch (const std::exception& error) {
+      broken = true;
       throw DistributedError(std::string(what) + " failed on rank " + std::to_string(info.rank) +
                              " of " + std::to_string(info.world_size) + " (" + options.backend +
                              ", timeout " + seconds(options.timeout) + "): " + describe(error) +
@@ -231,7 +238,7 @@ PendingCollective ProcessGroup::all_reduce_sum_async(at::Tensor& tensor) {
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
   auto work = state_->backend->allreduce(tensors, options);
-  const State* state = state_.get();
+  State* state = state_.get();
   return PendingCollective([state, work = std::move(work)] { state->wait("all-reduce", work); });
 }
 
@@ -246,8 +253,57 @@ void ProcessGroup::broadcast(at::Tensor& tensor, int64_t root) {
   state_->wait("broadcast", state_->backend->broadcast(tensors, options));
 }
 
+std::vector<at::Tensor> ProcessGroup::all_gather(const at::Tensor& tensor) {
+  if (!state_->backend) throw DistributedError("all-gather on a process group that was shut down");
+  // NCCL gathers device tensors only; Gloo works on host tensors.
+  const at::Device wire_device =
+      state_->options.backend == "nccl"
+          ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(state_->info.local_rank))
+          : at::Device(at::kCPU);
+  std::vector<at::Tensor> input{tensor.to(wire_device).contiguous()};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int64_t r = 0; r < state_->info.world_size; ++r)
+    output[0].push_back(at::empty_like(input[0]));
+  state_->wait("all-gather", state_->backend->allgather(output, input));
+  for (auto& t : output[0]) t = t.to(tensor.device());
+  return std::move(output[0]);
+}
+
+std::vector<std::string> ProcessGroup::all_gather_strings(const std::string& value) {
+  if (!state_->store) throw DistributedError("all-gather on a process group that was shut down");
+  const std::string prefix =
+      "ctrainer/gather_strings/" + std::to_string(state_->string_gathers++) + "/";
+  std::vector<std::string> values;
+  try {
+    state_->store->set(prefix + std::to_string(state_->info.rank),
+                       std::vector<uint8_t>(value.begin(), value.end()));
+    for (int64_t r = 0; r < state_->info.world_size; ++r) {
+      const std::vector<uint8_t> bytes = state_->store->get(prefix + std::to_string(r));
+      values.emplace_back(bytes.begin(), bytes.end());
+    }
+  } catch (const std::exception& error) {
+    state_->broken = true;
+    throw DistributedError("exchanging setup information through the store at " +
+                           endpoint(state_->address, state_->info.master_port) +
+                           " failed on rank " + std::to_string(state_->info.rank) + " of " +
+                           std::to_string(state_->info.world_size) + ": " + describe(error) +
+                           ". A peer exited or did not reach the same point within --ddp_timeout");
+  }
+  return values;
+}
+
+void ProcessGroup::abort() {
+  if (!state_) return;
+  state_->backend.reset();
+  state_->store.reset();
+}
+
 void ProcessGroup::shutdown() {
   if (!state_ || !state_->backend) return;
+  if (state_->broken) {
+    abort();
+    return;
+  }
   // Release everything even when the final barrier fails (a peer is gone).
   struct Release {
     State& state;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -81,10 +82,24 @@ class ProcessGroup {
   PendingCollective all_reduce_sum_async(at::Tensor& tensor);
   /// In-place copy of rank `root`'s `tensor` to every rank.
   void broadcast(at::Tensor& tensor, int64_t root = 0);
+  /// Every rank's `tensor`, indexed by rank (same shape and dtype on every rank; see
+  /// all_gather_variable in tensor_gather.h for tensors whose shapes differ). The results are on
+  /// `tensor`'s device.
+  std::vector<at::Tensor> all_gather(const at::Tensor& tensor);
+  /// Every rank's `value`, indexed by rank, exchanged through the rendezvous store rather than
+  /// the backend (for setup checks and small metadata; not for bulk data). Collective: every
+  /// rank must call it the same number of times.
+  std::vector<std::string> all_gather_strings(const std::string& value);
+
+  /// Releases the communicator and the store without the final barrier: for a process that
+  /// leaves because of an error, whose peers are somewhere else in the program (a barrier would
+  /// be matched against their collectives, or wait for the timeout). Idempotent.
+  void abort();
 
   /// Clean teardown: a final barrier (so rank 0, which hosts the store, leaves last), then the
   /// communicator and the store are released. Idempotent. Throws DistributedError when the
-  /// barrier fails; the destructor calls it and only logs a failure.
+  /// barrier fails; the destructor calls it and only logs a failure. After a collective failed
+  /// (a DistributedError was thrown) the group is broken and shutdown() skips the barrier.
   void shutdown();
 
  private:

@@ -2,6 +2,7 @@
 /// \file Strategy: everything that depends on how many processes train the model. The Trainer
 /// never talks to devices or process groups directly; it calls its Strategy.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -34,6 +35,13 @@ class Strategy {
   /// that every rank skips the same optimizer steps. A distributed strategy all-reduces it (MAX,
   /// or SUM then > 0) on the gradients' device.
   virtual at::Tensor any_across_processes(const at::Tensor& flag) = 0;
+  /// Every process's `tensor`, indexed by rank; shapes may differ between processes (dtype and
+  /// number of dimensions may not). Evaluation gathers its predictions with it.
+  virtual std::vector<at::Tensor> all_gather(const at::Tensor& tensor) { return {tensor}; }
+  /// Every process's `value`, indexed by rank (small metadata: setup checks).
+  virtual std::vector<std::string> all_gather_strings(const std::string& value) { return {value}; }
+  /// Blocks until every process arrived (around checkpoint writes).
+  virtual void barrier() {}
   virtual int64_t world_size() const = 0;
 };
 

@@ -1,6 +1,7 @@
 #include <ctrainer/trainer/trainer.h>
 
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +14,7 @@
 #include <ctrainer/trainer/callbacks/progress_callback.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/cpu_runtime.h>
+#include <ctrainer/trainer/data/distributed_sampler.h>
 #include <ctrainer/trainer/data/train_sampler.h>
 #include <ctrainer/trainer/device.h>
 #include <ctrainer/trainer/errors.h>
@@ -25,6 +27,7 @@
 #include <ctrainer/trainer/seed.h>
 #include <ctrainer/trainer/signal_guard.h>
 #include <ctrainer/trainer/speed_metrics.h>
+#include <ctrainer/trainer/strategy_factory.h>
 
 namespace ctrainer {
 namespace {
@@ -45,12 +48,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
     : model_(std::move(model)), args_(std::move(args)), components_(std::move(components)) {
   if (!model_) throw ArgumentError("Trainer needs a model");
   args_.validate();
-  process_ = ProcessInfo::from_environment();
+  process_ = ProcessInfo::from_environment(args_.local_rank);
   logging::setup(args_, process_);
-  if (process_.world_size > 1)
-    throw ArgumentError("not supported yet: multi-process training (WORLD_SIZE=" +
-                        std::to_string(process_.world_size) +
-                        "); it lands with the distributed strategies, run a single process");
   configure_intra_op_threads(process_.local_world_size);
   warn_if_reference_blas();
   if (args_.full_determinism)
@@ -68,7 +67,12 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   // Before the strategy wraps the model: recomputation is a property of the model's layers.
   // Models without support refuse with an error naming the flag.
   if (args_.gradient_checkpointing) model_->gradient_checkpointing_enable();
-  strategy_ = std::make_unique<SingleDeviceStrategy>();
+  // One process: SingleDeviceStrategy. Several: the process group is joined here (collective),
+  // every rank's arguments and model are checked against rank 0's, and DDPStrategy::setup
+  // broadcasts rank 0's weights.
+  TrainingStrategy training = create_training_strategy(args_, process_, device_, *model_);
+  process_group_ = std::move(training.group);
+  strategy_ = std::move(training.strategy);
   strategy_->setup(*model_, device_);
 
   state_.is_local_process_zero = process_.is_local_process_zero();
@@ -86,7 +90,13 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   fire(&TrainerCallback::on_init_end);
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  train_batches_.reset();
+  strategy_.reset();  // it uses the process group
+  // Leaving because of an exception: the other ranks are elsewhere (or gone), so the group's
+  // final barrier could only time out; release it at once instead.
+  if (process_group_ && std::uncaught_exceptions() > 0) process_group_->abort();
+}
 
 void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
   callbacks_.add(std::move(callback));
@@ -123,9 +133,21 @@ std::shared_ptr<DataLoader> Trainer::get_eval_dataloader(std::shared_ptr<Dataset
                          args_.dataloader_pin_memory && device_.is_cuda(),
                          args_.dataloader_num_workers,
                          args_.dataloader_prefetch_factor.value_or(2)};
-  return std::make_shared<DataLoader>(eval_dataset,
-                                      std::make_shared<SequentialSampler>(eval_dataset->size()),
-                                      opts, components_.data_collator);
+  // Several processes: rank r evaluates rows r, r + W, ... (unpadded, so no example counts
+  // twice), which evaluation_loop gathers back into dataset order. With drop_last, torch's
+  // DistributedSampler cuts the tail to equal shares instead.
+  std::shared_ptr<Sampler> sampler;
+  if (strategy_->world_size() > 1 && args_.dataloader_drop_last)
+    sampler = std::make_shared<DistributedSampler>(eval_dataset->size(), strategy_->world_size(),
+                                                   process_.rank, /*shuffle=*/false,
+                                                   /*seed=*/0, /*drop_last=*/true);
+  else if (strategy_->world_size() > 1)
+    sampler = std::make_shared<ShardedSequentialSampler>(eval_dataset->size(),
+                                                         strategy_->world_size(), process_.rank);
+  else
+    sampler = std::make_shared<SequentialSampler>(eval_dataset->size());
+  return std::make_shared<DataLoader>(eval_dataset, std::move(sampler), opts,
+                                      components_.data_collator);
 }
 
 std::shared_ptr<DataLoader> Trainer::get_test_dataloader(std::shared_ptr<Dataset> test_dataset) {
@@ -342,6 +364,17 @@ void Trainer::exit_on_signal(int signal) {
   std::exit(SignalGuard::exit_code(signal));
 }
 
+int Trainer::agreed_pending_signal() {
+  const int local = SignalGuard::pending();
+  if (strategy_->world_size() == 1) return local;
+  // A signal reaches the ranks at slightly different moments; they must still stop after the
+  // same step, because the checkpoint they write on the way out is collective.
+  const at::Tensor flag = at::full({1}, local != 0 ? 1.0f : 0.0f,
+                                   at::TensorOptions().device(device_).dtype(at::kFloat));
+  if (strategy_->any_across_processes(flag).item<float>() == 0.0f) return 0;
+  return local != 0 ? local : SIGTERM;
+}
+
 bool Trainer::unscale_gradients_and_check_overflow() {
   GradScaler* scaler = precision_->grad_scaler();
   if (!scaler) return false;
@@ -375,6 +408,12 @@ TrainOutput Trainer::train() {
                         " examples, --per_device_train_batch_size " +
                         std::to_string(args_.per_device_train_batch_size) +
                         (args_.dataloader_drop_last ? ", --dataloader_drop_last" : "") + ")");
+  // Every rank must see the same dataset: the samplers shard one order, and a rank with more
+  // batches would wait forever in a collective the others never start.
+  require_same_on_every_rank(*strategy_, "the train dataset",
+                             {std::to_string(loader.dataset().size()) + " examples, " +
+                              std::to_string(len_dataloader) + " batches per epoch"},
+                             "every rank must load the same train dataset");
   const int64_t ga = args_.gradient_accumulation_steps;
   // A short last window still makes an optimizer step, so an epoch has ceil(batches / ga) updates.
   const int64_t updates_per_epoch = std::max<int64_t>(ceil_div(len_dataloader, ga), 1);
@@ -493,7 +532,8 @@ TrainOutput Trainer::train() {
                          static_cast<double>(step + 1) / static_cast<double>(steps_in_epoch);
           fire(&TrainerCallback::on_step_end);
           maybe_log_save_evaluate();
-          if (signals && SignalGuard::pending() != 0) exit_on_signal(SignalGuard::pending());
+          if (signals)
+            if (const int signal = agreed_pending_signal(); signal != 0) exit_on_signal(signal);
         } else {
           fire(&TrainerCallback::on_substep_end);
         }

@@ -31,6 +31,7 @@ class Optimizer;
 namespace ctrainer {
 
 class LRScheduler;
+class ProcessGroup;
 
 /// Predictions and labels of a whole evaluation set, in dataset order (HF EvalPrediction).
 struct EvalPrediction {
@@ -223,12 +224,18 @@ class Trainer {
   void load_best_model();
   /// Preemption: checkpoints the finished step (unless already saved) and exits 128 + signal.
   [[noreturn]] void exit_on_signal(int signal);
+  /// The pending SIGTERM/SIGINT (0 if none). With several processes it is agreed on: when any
+  /// rank got one, every rank returns a signal after the same step (one tiny all-reduce).
+  int agreed_pending_signal();
 
   std::shared_ptr<Model> model_;
   TrainingArguments args_;
   TrainerComponents components_;
   ProcessInfo process_;
   c10::Device device_{c10::kCPU};
+  /// The process group of a multi-process run (null for one process); declared before the
+  /// strategy that uses it, so it is destroyed after it.
+  std::unique_ptr<ProcessGroup> process_group_;
   std::unique_ptr<Strategy> strategy_;
   std::shared_ptr<Precision> precision_;
   TrainerState state_;

@@ -77,9 +77,13 @@ std::string Trainer::save_checkpoint() {
     state_.best_model_checkpoint = folder.string();
     is_new_best_ = false;
   }
+  // Collective: each rank sums its own losses; the checkpoint keeps their mean, which every rank
+  // restores, so the logged mean over ranks continues exactly after a resume.
+  const double tr_loss =
+      tr_loss_.defined() ? strategy_->mean_across_processes(tr_loss_).item<double>() : 0.0;
   nlohmann::json loop = {
       {"format_version", kLoopStateVersion},
-      {"tr_loss", tr_loss_.defined() ? tr_loss_.item<double>() : 0.0},
+      {"tr_loss", tr_loss},
       {"total_loss_scalar", total_loss_scalar_},
       {"globalstep_last_logged", globalstep_last_logged_},
       {"epoch_index", position_.epoch},
@@ -89,6 +93,36 @@ std::string Trainer::save_checkpoint() {
       {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
       {"train_dataset_size", train_dataloader_ ? train_dataloader_->dataset().size() : 0},
   };
+  // This rank's RNG streams and where its sampler stands (position = batches consumed).
+  nlohmann::json rng_json;
+  if (!args_.save_only_model) {
+    RngState rng = capture_rng_state();
+    SamplerState sampler_state;
+    if (train_dataloader_) sampler_state = train_dataloader_->state(position_.batches_consumed);
+    sampler_state.epoch = position_.epoch;
+    sampler_state.position = position_.batches_consumed;
+    rng.sampler = sampler_state.to_json();
+    rng_json = rng_state_to_json(rng);
+  }
+  const bool distributed = strategy_->world_size() > 1;
+  // Several ranks: the others stage their RNG files next to the checkpoint, then rank 0 alone
+  // writes the shared files, moves the staged ones in and commits the folder (a shared file
+  // system, as HF assumes). Barriers keep every rank out of the folder until it is complete.
+  const fs::path staging =
+      fs::path(args_.output_dir) / (".rank-files-" + folder.filename().string());
+  if (distributed && !process_.is_world_process_zero()) {
+    if (!args_.save_only_model) {
+      fs::create_directories(staging);
+      write_json(staging / rng_file(process_), rng_json);
+    }
+    strategy_->barrier();  // staged
+    strategy_->barrier();  // committed by rank 0
+    control_.should_save = false;
+    fire(&TrainerCallback::on_save);
+    return folder.string();
+  }
+  if (distributed) strategy_->barrier();  // every rank staged its files
+
   write_checkpoint_atomically(args_.output_dir, step, [&](const fs::path& dir) {
     save_safetensors((dir / kModelFile).string(), model_state(*model_), {{"format", "pt"}});
     if (auto config = model_->config()) write_json(dir / kConfigFile, *config);
@@ -99,19 +133,24 @@ std::string Trainer::save_checkpoint() {
       write_json(dir / kSchedulerFile, lr_scheduler_->state_dict());
       if (const GradScaler* scaler = precision_->grad_scaler())
         write_json(dir / kScalerFile, scaler->state_dict());
-      RngState rng = capture_rng_state();
-      // The sampler's identity and where the data stands (position = batches consumed).
-      SamplerState sampler_state;
-      if (train_dataloader_) sampler_state = train_dataloader_->state(position_.batches_consumed);
-      sampler_state.epoch = position_.epoch;
-      sampler_state.position = position_.batches_consumed;
-      rng.sampler = sampler_state.to_json();
-      write_json(dir / rng_file(process_), rng_state_to_json(rng));
+      write_json(dir / rng_file(process_), rng_json);
+      for (int64_t rank = 1; distributed && rank < process_.world_size; ++rank) {
+        ProcessInfo other = process_;
+        other.rank = rank;
+        const fs::path staged = staging / rng_file(other);
+        if (!fs::exists(staged))
+          throw std::runtime_error("rank " + std::to_string(rank) + " did not stage " +
+                                   staged.string() +
+                                   "; every rank must see the same --output_dir (a shared file "
+                                   "system)");
+        fs::rename(staged, dir / rng_file(other));
+      }
       write_json(dir / kLoopStateFile, loop);
     }
     write_json(dir / kTrainerStateFile, state_.to_json());
     write_json(dir / kTrainingArgsFile, to_json(args_));
   });
+  if (distributed) fs::remove_all(staging);
   logging::logger()->info("Saved checkpoint {}", folder.string());
   if (args_.save_total_limit) {
     std::optional<fs::path> best;
@@ -120,6 +159,7 @@ std::string Trainer::save_checkpoint() {
       logging::logger()->info("Deleting older checkpoint {} due to save_total_limit",
                               deleted.string());
   }
+  if (distributed) strategy_->barrier();  // committed: the others may read it now
   control_.should_save = false;
   fire(&TrainerCallback::on_save);
   return folder.string();
@@ -140,10 +180,20 @@ std::optional<std::string> Trainer::resolve_resume_checkpoint() const {
           logging::logger()->warn("skipping incomplete or corrupted checkpoint {}: {}", p.string(),
                                   why);
         });
-    if (!latest)
-      throw ArgumentError("--resume_from_checkpoint " + value +
-                          ": no complete checkpoint in --output_dir " + args_.output_dir);
-    return latest->string();
+    if (latest) return latest->string();
+    // HF's `true` insists on a checkpoint. `latest` is for commands that are re-run as they are
+    // (ctrainer-run --max-restarts, a preempted job's resubmission): the first attempt has
+    // nothing to resume and starts from scratch.
+    if (lower == "latest") {
+      logging::logger()->warn(
+          "--resume_from_checkpoint latest: no complete checkpoint in --output_dir {} yet; "
+          "training starts from scratch",
+          args_.output_dir);
+      return std::nullopt;
+    }
+    throw ArgumentError("--resume_from_checkpoint " + value +
+                        ": no complete checkpoint in --output_dir " + args_.output_dir +
+                        " (use `latest` to start from scratch when there is none)");
   }
   if (!fs::is_directory(value))
     throw ArgumentError("--resume_from_checkpoint " + value + ": no such checkpoint folder");

@@ -3,8 +3,10 @@
 
 #include <torch/utils.h>
 
+#include <ctrainer/trainer/eval_gather.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/speed_metrics.h>
+#include <ctrainer/trainer/strategy_factory.h>
 #include <ctrainer/trainer/tensor_concat.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -12,6 +14,9 @@ namespace ctrainer {
 
 Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool prediction_loss_only,
                                                  const std::string& prefix) {
+  require_same_on_every_rank(*strategy_, "the evaluation dataset",
+                             {std::to_string(loader.dataset().size()) + " examples"},
+                             "every rank must evaluate the same dataset");
   model_->eval();
   if (!in_train_) cast_model_for_full_eval();
   std::vector<at::Tensor> losses, preds, labels;  // on the device, not yet moved
@@ -43,12 +48,20 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
   flush_to_host();
 
   EvalLoopOutput out;
-  out.predictions = concat_padded(host_preds);
-  out.label_ids = concat_padded(host_labels);
-  out.num_samples = loader.sampler().size();
+  // With several processes each rank evaluated its share; metrics see the whole dataset, in
+  // order, each example once (the sampler's padding duplicates dropped), on every rank.
+  const int64_t dataset_size = loader.dataset().size();
+  out.predictions = gather_in_dataset_order(*strategy_, concat_padded(host_preds), dataset_size);
+  out.label_ids = gather_in_dataset_order(*strategy_, concat_padded(host_labels), dataset_size);
+  const at::Tensor example_losses = gather_in_dataset_order(
+      *strategy_, host_losses.empty() ? at::Tensor() : at::cat(host_losses), dataset_size);
+  out.num_samples = strategy_->world_size() == 1 ? loader.sampler().size()
+                    : example_losses.defined()   ? example_losses.size(0)
+                    : out.predictions.defined()  ? out.predictions.size(0)
+                                                 : dataset_size;
   if (components_.compute_metrics && out.predictions.defined() && out.label_ids.defined())
     out.metrics = components_.compute_metrics(EvalPrediction{out.predictions, out.label_ids});
-  if (!host_losses.empty()) out.metrics["loss"] = at::cat(host_losses).mean().item<double>();
+  if (example_losses.defined()) out.metrics["loss"] = example_losses.mean().item<double>();
   Metrics prefixed;
   for (const auto& [k, v] : out.metrics)
     prefixed[k.rfind(prefix + "_", 0) == 0 ? k : prefix + "_" + k] = v;

@@ -260,7 +260,6 @@ void TrainingArguments::validate() {
     throw NotSupportedYet("half_precision_backend apex",
                           "NVIDIA apex is a Python extension; auto uses native autocast");
   }
-  if (local_rank != -1) throw NotSupportedYet("local_rank", "distributed training has not landed");
   if (ddp_backend && contains(kDdpBackendsLater, *ddp_backend)) {
     throw NotSupportedYet("ddp_backend " + *ddp_backend, "use gloo or nccl");
   }

@@ -333,6 +333,15 @@ TEST(CheckpointResume, EarlyStoppingCounterIsRestored) {
   EXPECT_EQ(go(dir, std::nullopt, "latest"), 4);
 }
 
+TEST(CheckpointResume, LatestWithoutAnyCheckpointStartsFromScratch) {
+  // The first attempt of a command that always carries `--resume_from_checkpoint latest`
+  // (ctrainer-run --max-restarts) has nothing to resume: it trains as if the flag were absent.
+  const RunSetup s{.max_steps = 4, .save_steps = 2};
+  const auto straight = run(s, testing::fresh_output_dir("latest_ref"), std::nullopt, std::nullopt);
+  expect_identical(straight,
+                   run(s, testing::fresh_output_dir("latest_fresh"), std::nullopt, "latest"));
+}
+
 TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
   const auto dir = testing::fresh_output_dir("refuse");
   run(RunSetup{.max_steps = 2, .save_steps = 2}, dir, std::nullopt, std::nullopt);
@@ -359,7 +368,7 @@ TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
   args.gradient_accumulation_steps = 1;
   args.resume_from_checkpoint = (fs::path(dir) / "nope").string();
   expect_error(args, "no such checkpoint folder");
-  args.resume_from_checkpoint = "latest";
+  args.resume_from_checkpoint = "true";  // HF: true insists on a checkpoint
   args.output_dir = testing::fresh_output_dir("refuse_empty");
   expect_error(args, "no complete checkpoint");
   // save_only_model checkpoints hold weights only.

@@ -169,7 +169,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "ends with loss, true otherwise.");
   t.add(&TA::resume_from_checkpoint, "resume_from_checkpoint",
         "Checkpoint folder to resume training from, or true/latest for the newest complete "
-        "checkpoint in output_dir.");
+        "checkpoint in output_dir (true: an error when there is none; latest: start from "
+        "scratch then).");
   t.add(&TA::ignore_data_skip, "ignore_data_skip",
         "When resuming, do not skip the batches already seen in the interrupted epoch.");
   t.add(&TA::save_on_signal, "save_on_signal",

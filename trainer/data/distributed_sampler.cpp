@@ -30,6 +30,19 @@ std::vector<int64_t> shard_for_replica(std::vector<int64_t> order, int64_t num_r
   return mine;
 }
 
+namespace {
+
+void check_replica(const char* sampler, int64_t num_replicas, int64_t rank) {
+  if (num_replicas < 1)
+    throw ArgumentError(std::string(sampler) + ": num_replicas must be >= 1, got " +
+                        std::to_string(num_replicas));
+  if (rank < 0 || rank >= num_replicas)
+    throw ArgumentError(std::string(sampler) + ": rank " + std::to_string(rank) +
+                        " is outside [0, " + std::to_string(num_replicas) + ")");
+}
+
+}  // namespace
+
 DistributedSampler::DistributedSampler(int64_t n, int64_t num_replicas, int64_t rank, bool shuffle,
                                        int64_t seed, bool drop_last)
     : n_(n),
@@ -38,12 +51,7 @@ DistributedSampler::DistributedSampler(int64_t n, int64_t num_replicas, int64_t 
       shuffle_(shuffle),
       seed_(seed),
       drop_last_(drop_last) {
-  if (num_replicas < 1)
-    throw ArgumentError("DistributedSampler: num_replicas must be >= 1, got " +
-                        std::to_string(num_replicas));
-  if (rank < 0 || rank >= num_replicas)
-    throw ArgumentError("DistributedSampler: rank " + std::to_string(rank) + " is outside [0, " +
-                        std::to_string(num_replicas) + ")");
+  check_replica("DistributedSampler", num_replicas, rank);
 }
 
 int64_t DistributedSampler::size() const {
@@ -64,6 +72,26 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
 
 nlohmann::json DistributedSampler::details() const {
   return {{"num_replicas", num_replicas_}, {"rank", rank_}, {"drop_last", drop_last_}};
+}
+
+ShardedSequentialSampler::ShardedSequentialSampler(int64_t n, int64_t num_replicas, int64_t rank)
+    : n_(n), num_replicas_(num_replicas), rank_(rank) {
+  check_replica("ShardedSequentialSampler", num_replicas, rank);
+}
+
+int64_t ShardedSequentialSampler::size() const {
+  return n_ > rank_ ? (n_ - rank_ + num_replicas_ - 1) / num_replicas_ : 0;
+}
+
+std::vector<int64_t> ShardedSequentialSampler::indices(int64_t /*epoch*/) const {
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(size()));
+  for (int64_t i = rank_; i < n_; i += num_replicas_) mine.push_back(i);
+  return mine;
+}
+
+nlohmann::json ShardedSequentialSampler::details() const {
+  return {{"num_replicas", num_replicas_}, {"rank", rank_}};
 }
 
 }  // namespace ctrainer

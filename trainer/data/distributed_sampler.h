@@ -40,4 +40,22 @@ class DistributedSampler : public Sampler {
   bool drop_last_;
 };
 
+/// Evaluation's share of a data-parallel job: rank r takes rows r, r + W, r + 2W, ... of 0..n-1,
+/// without padding, so the first n % W ranks get one row more (accelerate's even_batches=False).
+/// Nothing is evaluated twice, so losses and metrics gathered from all ranks are the
+/// one-process ones exactly; a rank may run one batch fewer, which is fine while evaluation
+/// steps hold no collectives (DDP's do not).
+class ShardedSequentialSampler : public Sampler {
+ public:
+  /// Throws ArgumentError unless num_replicas >= 1 and 0 <= rank < num_replicas.
+  ShardedSequentialSampler(int64_t n, int64_t num_replicas, int64_t rank);
+  int64_t size() const override;
+  std::vector<int64_t> indices(int64_t epoch) const override;
+  std::string name() const override { return "sharded_sequential"; }
+  nlohmann::json details() const override;
+
+ private:
+  int64_t n_, num_replicas_, rank_;
+};
+
 }  // namespace ctrainer

@@ -1,0 +1,456 @@
+// The Trainer on several processes (DDPStrategy over Gloo), through the real launcher: results
+// equal to one process with the same global batch, evaluation gathered in dataset order, a killed
+// worker restarted and resumed, failing ranks that make the others exit, setup mismatches,
+// per-rank logging, and loss-scaling overflow agreed on by every rank.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/parameter_text.h"
+#include "support/process.h"
+
+namespace {
+namespace fs = std::filesystem;
+using ctrainer::testing::parse_parameters;
+using ctrainer::testing::read_text_file;
+
+using Args = std::vector<std::string>;
+
+/// A fresh scratch folder for one test run.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("ctrainer_trainer_ddp_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "dump");
+  return dir;
+}
+
+/// The worker's flags for a short, deterministic SGD run that dumps its results.
+Args worker_args(const fs::path& dir, const Args& extra) {
+  Args args = {"--output_dir",
+               (dir / "out").string(),
+               "--dump_dir",
+               (dir / "dump").string(),
+               "--do_train",
+               "--optim",
+               "sgd",
+               "--learning_rate",
+               "0.2",
+               "--num_train_epochs",
+               "2",
+               "--logging_steps",
+               "2",
+               "--save_strategy",
+               "no",
+               "--report_to",
+               "none",
+               "--disable_tqdm",
+               "true",
+               "--ddp_timeout",
+               "60"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+struct JobResult {
+  int exit_code = -1;
+  std::string output;  ///< the launcher's stdout and stderr
+  double seconds = 0;
+};
+
+/// `ctrainer-run --standalone --nproc-per-node N [launcher flags] worker [worker flags]`.
+JobResult launch(const fs::path& dir, int nproc, const Args& worker_flags,
+                 const Args& launcher_flags = {}) {
+  Args argv = {CTRAINER_RUN_BINARY, "--standalone", "--nproc-per-node", std::to_string(nproc)};
+  argv.insert(argv.end(), launcher_flags.begin(), launcher_flags.end());
+  argv.push_back(CTRAINER_TRAINER_DDP_WORKER);
+  argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
+  const auto start = std::chrono::steady_clock::now();
+  JobResult run;
+  run.exit_code = ctrainer::testing::wait_for(
+      ctrainer::testing::spawn_process(argv, dir / "launcher.log", dir / "launcher.log"));
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.output = read_text_file(dir / "launcher.log");
+  return run;
+}
+
+/// The worker as one process, without a launcher.
+JobResult single_process(const fs::path& dir, const Args& worker_flags) {
+  Args argv = {CTRAINER_TRAINER_DDP_WORKER};
+  argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
+  JobResult run;
+  run.exit_code = ctrainer::testing::wait_for(
+      ctrainer::testing::spawn_process(argv, dir / "single.log", dir / "single.log"));
+  run.output = read_text_file(dir / "single.log");
+  return run;
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json();
+  return nlohmann::json::parse(in);
+}
+
+/// The logged training losses of trainer_log.jsonl (written by the main process).
+std::vector<double> logged_losses(const fs::path& output_dir) {
+  std::vector<double> losses;
+  std::ifstream in(output_dir / "trainer_log.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto entry = nlohmann::json::parse(line);
+    if (entry.contains("loss")) losses.push_back(entry["loss"].get<double>());
+  }
+  return losses;
+}
+
+void expect_ranks_bitwise_equal(const fs::path& dump, int nproc, const std::string& output) {
+  const std::string rank0 = read_text_file(dump / "params.0.txt");
+  ASSERT_FALSE(rank0.empty()) << output;
+  for (int rank = 1; rank < nproc; ++rank)
+    EXPECT_EQ(read_text_file(dump / ("params." + std::to_string(rank) + ".txt")), rank0)
+        << "rank " << rank << "'s parameters differ from rank 0's";
+}
+
+double max_parameter_difference(const std::string& a, const std::string& b) {
+  const auto pa = parse_parameters(a), pb = parse_parameters(b);
+  EXPECT_EQ(pa.size(), pb.size());
+  double diff = 0;
+  for (const auto& [name, values] : pa) {
+    EXPECT_TRUE(pb.count(name)) << name;
+    if (!pb.count(name)) continue;
+    EXPECT_EQ(values.size(), pb.at(name).size()) << name;
+    for (size_t i = 0; i < values.size() && i < pb.at(name).size(); ++i)
+      diff = std::max(diff, std::abs(values[i] - pb.at(name)[i]));
+  }
+  return diff;
+}
+
+// ---- equivalence with one process ---------------------------------------------------------
+
+struct Shape {
+  int nproc;
+  int accum;
+};
+class TrainerDDPEquivalence : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(TrainerDDPEquivalence, RanksAgreeAndMatchOneProcessWithTheSameGlobalBatch) {
+  const auto [nproc, accum] = GetParam();
+  const std::string name = std::to_string(nproc) + "x" + std::to_string(accum);
+  constexpr int kPerDevice = 4;
+  const fs::path ddp_dir = scratch("ddp_" + name), single_dir = scratch("single_" + name);
+  const Args common = {"--gradient_accumulation_steps", std::to_string(accum)};
+
+  Args ddp_flags = worker_args(ddp_dir, common);
+  ddp_flags.insert(ddp_flags.end(), {"--per_device_train_batch_size", std::to_string(kPerDevice),
+                                     "--per_device_eval_batch_size", "5"});
+  const JobResult ddp = launch(ddp_dir, nproc, ddp_flags);
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+
+  Args single_flags = worker_args(single_dir, common);
+  single_flags.insert(single_flags.end(),
+                      {"--per_device_train_batch_size", std::to_string(kPerDevice * nproc),
+                       "--per_device_eval_batch_size", "5"});
+  const JobResult single = single_process(single_dir, single_flags);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+
+  // Every rank holds the same parameters, bitwise, and they are the one-process result.
+  expect_ranks_bitwise_equal(ddp_dir / "dump", nproc, ddp.output);
+  const double diff = max_parameter_difference(read_text_file(ddp_dir / "dump/params.0.txt"),
+                                               read_text_file(single_dir / "dump/params.0.txt"));
+  EXPECT_LE(diff, 1e-5);
+  std::printf("N=%d accum=%d: max |ddp - one process| = %g\n", nproc, accum, diff);
+
+  // Evaluation: every rank gets the whole eval set back in dataset order, each example once
+  // (37 examples: the sampler padded the shares), with the one-process metrics.
+  const auto reference = read_json(single_dir / "dump/eval.0.json");
+  ASSERT_EQ(reference["labels"].size(), 37u);
+  for (int rank = 0; rank < nproc; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto got = read_json(ddp_dir / "dump" / ("eval." + std::to_string(rank) + ".json"));
+    ASSERT_FALSE(got.is_null()) << ddp.output;
+    EXPECT_EQ(got["labels"], reference["labels"]);  // exact: dataset order, no duplicates
+    EXPECT_EQ(got["predictions"], reference["predictions"]);
+    EXPECT_EQ(got["metrics"]["eval_accuracy"], reference["metrics"]["eval_accuracy"]);
+    EXPECT_NEAR(got["metrics"]["eval_loss"].get<double>(),
+                reference["metrics"]["eval_loss"].get<double>(), 1e-5);
+    ASSERT_EQ(got["logits"].size(), reference["logits"].size());
+    for (size_t i = 0; i < got["logits"].size(); ++i)
+      ASSERT_NEAR(got["logits"][i].get<double>(), reference["logits"][i].get<double>(), 1e-4) << i;
+  }
+  // It learned something (chance is 1/3), so agreeing metrics are not trivial.
+  EXPECT_GT(reference["metrics"]["eval_accuracy"].get<double>(), 0.5);
+
+  // The logged loss is the mean over ranks: the one-process loss of the same global batches.
+  const auto ddp_losses = logged_losses(ddp_dir / "out");
+  const auto single_losses = logged_losses(single_dir / "out");
+  ASSERT_EQ(ddp_losses.size(), single_losses.size());
+  ASSERT_GE(ddp_losses.size(), 2u);
+  for (size_t i = 0; i < ddp_losses.size(); ++i)
+    EXPECT_NEAR(ddp_losses[i], single_losses[i], 1e-5) << "logged loss " << i;
+  fs::remove_all(ddp_dir);
+  fs::remove_all(single_dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizeAndAccumulation, TrainerDDPEquivalence,
+                         ::testing::Values(Shape{2, 1}, Shape{2, 2}, Shape{3, 1}, Shape{3, 2}),
+                         [](const auto& info) {
+                           return "N" + std::to_string(info.param.nproc) + "_accum" +
+                                  std::to_string(info.param.accum);
+                         });
+
+// ---- restart after a killed worker ----------------------------------------------------------
+
+TEST(TrainerDDP, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
+  const Args flags = {"--per_device_train_batch_size",
+                      "4",
+                      "--gradient_accumulation_steps",
+                      "2",
+                      "--dropout",
+                      "0.2",
+                      "--save_strategy",
+                      "steps",
+                      "--save_steps",
+                      "3",
+                      "--resume_from_checkpoint",
+                      "latest",
+                      "--log_level",
+                      "info"};
+  const fs::path straight_dir = scratch("straight"), killed_dir = scratch("killed");
+  const JobResult straight = launch(straight_dir, 2, worker_args(straight_dir, flags));
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+
+  Args killed_flags = worker_args(killed_dir, flags);
+  killed_flags.insert(killed_flags.end(),
+                      {"--crash_at_step", "5", "--crash_rank", "1", "--crash_mode", "kill"});
+  const JobResult killed = launch(killed_dir, 2, killed_flags, {"--max-restarts", "1"});
+  ASSERT_EQ(killed.exit_code, 0) << killed.output;
+  EXPECT_NE(killed.output.find("rank 1"), std::string::npos) << killed.output;
+  EXPECT_NE(killed.output.find("SIGKILL"), std::string::npos) << killed.output;
+  EXPECT_NE(killed.output.find("Resuming from"), std::string::npos) << killed.output;
+
+  // Dropout draws from the restored RNG state: only an exact resume ends bitwise equal.
+  expect_ranks_bitwise_equal(killed_dir / "dump", 2, killed.output);
+  EXPECT_EQ(read_text_file(killed_dir / "dump/params.0.txt"),
+            read_text_file(straight_dir / "dump/params.0.txt"));
+  EXPECT_EQ(read_json(killed_dir / "dump/eval.0.json")["metrics"]["eval_loss"],
+            read_json(straight_dir / "dump/eval.0.json")["metrics"]["eval_loss"]);
+  EXPECT_EQ(logged_losses(killed_dir / "out"), logged_losses(straight_dir / "out"));
+  // Each rank wrote its own RNG state into the shared checkpoint.
+  EXPECT_TRUE(fs::exists(killed_dir / "out/checkpoint-3/rng_state_0.json"));
+  EXPECT_TRUE(fs::exists(killed_dir / "out/checkpoint-3/rng_state_1.json"));
+  fs::remove_all(straight_dir);
+  fs::remove_all(killed_dir);
+}
+
+// ---- failing ranks --------------------------------------------------------------------------
+
+/// Starts 2 ranks directly (torchrun's environment, no launcher); rank 1 fails after step 3 in
+/// `mode`. Returns how rank 0 ended and after how long.
+JobResult run_with_failing_rank(const std::string& mode, int timeout_seconds) {
+  const fs::path dir = scratch("failing_" + mode);
+  const int port = ctrainer::testing::free_port();
+  Args flags = worker_args(dir, {"--per_device_train_batch_size", "4", "--crash_at_step", "3",
+                                 "--crash_rank", "1", "--crash_mode", mode});
+  flags.insert(flags.end(), {"--ddp_timeout", std::to_string(timeout_seconds)});
+  Args argv = {CTRAINER_TRAINER_DDP_WORKER};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  std::vector<pid_t> pids;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
+                                                    {"LOCAL_RANK", std::to_string(rank)},
+                                                    {"WORLD_SIZE", "2"},
+                                                    {"LOCAL_WORLD_SIZE", "2"},
+                                                    {"MASTER_ADDR", "127.0.0.1"},
+                                                    {"MASTER_PORT", std::to_string(port)},
+                                                    {"OMP_NUM_THREADS", "1"}};
+    const fs::path log = dir / ("rank" + std::to_string(rank) + ".log");
+    pids.push_back(ctrainer::testing::spawn_process(argv, log, log, env));
+  }
+  JobResult rank0;
+  rank0.exit_code = ctrainer::testing::wait_for(pids[0]);
+  rank0.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::kill(pids[1], SIGKILL);  // a hanging rank 1 is still there
+  ctrainer::testing::wait_for(pids[1]);
+  rank0.output = read_text_file(dir / "rank0.log") + read_text_file(dir / "rank1.log");
+  fs::remove_all(dir);
+  return rank0;
+}
+
+TEST(TrainerDDP, ACrashedRankMakesTheOthersExitWithAnError) {
+  // The peer's sockets close: the survivor fails at its next collective, long before the
+  // 60 s timeout.
+  const JobResult rank0 = run_with_failing_rank("exit", 60);
+  EXPECT_EQ(rank0.exit_code, 1) << rank0.output;
+  EXPECT_LT(rank0.seconds, 30) << rank0.output;
+  EXPECT_NE(rank0.output.find("failed on rank 0 of 2"), std::string::npos) << rank0.output;
+  EXPECT_NE(rank0.output.find("A peer crashed or hung"), std::string::npos) << rank0.output;
+}
+
+TEST(TrainerDDP, AHangingRankMakesTheOthersExitAfterTheTimeout) {
+  const JobResult rank0 = run_with_failing_rank("hang", 5);
+  EXPECT_EQ(rank0.exit_code, 1) << rank0.output;
+  EXPECT_GE(rank0.seconds, 5) << rank0.output;
+  EXPECT_LT(rank0.seconds, 40) << rank0.output;  // the timeout, plus start-up and training
+  EXPECT_NE(rank0.output.find("failed on rank 0 of 2"), std::string::npos) << rank0.output;
+  EXPECT_NE(rank0.output.find("timeout 5 s"), std::string::npos) << rank0.output;
+}
+
+TEST(TrainerDDP, RanksStartedDifferentlyFailAtSetup) {
+  struct Mismatch {
+    Args flags;
+    std::string expected;
+  };
+  const std::vector<Mismatch> cases = {
+      {{"--rank1_hidden_size", "8"},
+       "the model differs between ranks: rank 0 has parameter layers.0.weight [16, 4] Float "
+       "trainable but rank 1 has parameter layers.0.weight [8, 4] Float trainable"},
+      {{"--rank1_learning_rate", "0.5"},
+       "the command line differs between ranks: rank 0 has --learning_rate 0.2 but rank 1 has "
+       "--learning_rate 0.5; start every rank with the same arguments"},
+  };
+  for (const auto& mismatch : cases) {
+    SCOPED_TRACE(mismatch.expected);
+    const fs::path dir = scratch("mismatch");
+    const JobResult run = launch(dir, 2, worker_args(dir, mismatch.flags));
+    EXPECT_EQ(run.exit_code, 2) << run.output;  // ArgumentError
+    EXPECT_NE(run.output.find(mismatch.expected), std::string::npos) << run.output;
+    EXPECT_FALSE(fs::exists(dir / "dump/params.0.txt"));
+    fs::remove_all(dir);
+  }
+}
+
+// ---- loss scaling: one rank overflows, every rank skips --------------------------------------
+
+TEST(TrainerDDP, WhenOnlyOneRankSeesAnInfEveryRankSkipsThatStep) {
+  const fs::path dir = scratch("overflow");
+  const JobResult run =
+      launch(dir, 2,
+             worker_args(dir, {"--per_device_train_batch_size", "4", "--max_steps", "6",
+                               "--loss_scaling", "true", "--poison_at_step", "3", "--poison_rank",
+                               "1", "--log_level", "info", "--log_level_replica", "info"}),
+             {"--redirects", "3", "--log-dir", (dir / "logs").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Had rank 0 stepped while rank 1 skipped, their parameters would differ.
+  expect_ranks_bitwise_equal(dir / "dump", 2, run.output);
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    // The scale after each of the 6 steps: halved by the overflow of step 3, on both ranks.
+    EXPECT_EQ(read_text_file(dir / "dump" / ("scale." + std::to_string(rank) + ".txt")),
+              "65536\n65536\n32768\n32768\n32768\n32768\n");
+    const std::string log =
+        read_text_file(dir / "logs/attempt_0" / std::to_string(rank) / "stderr.log");
+    EXPECT_NE(log.find("[rank " + std::to_string(rank) +
+                       "] [info] step 3: gradients overflowed (inf/NaN) at loss scale 65536; "
+                       "optimizer and scheduler step skipped, loss scale now 32768"),
+              std::string::npos)
+        << log;
+  }
+  fs::remove_all(dir);
+}
+
+// ---- per-rank logging -----------------------------------------------------------------------
+
+/// The ctrainer log lines ("[date] [rank R] [level] message") of a log file.
+std::vector<std::string> log_lines(const std::string& text) {
+  static const std::regex line_pattern(R"(^\[[0-9-]+ [0-9:.]+\] \[rank \d+\] \[\w+\] .*)");
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_match(line, line_pattern)) lines.push_back(line);
+  return lines;
+}
+
+size_t count_containing(const std::vector<std::string>& lines, const std::string& needle) {
+  size_t n = 0;
+  for (const auto& line : lines) n += line.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+TEST(TrainerDDP, LogLevelAndLogLevelReplicaApplyPerRank) {
+  for (const std::string replica : {"warning", "info"}) {
+    SCOPED_TRACE("--log_level_replica " + replica);
+    const fs::path dir = scratch("logging_" + replica);
+    const JobResult run =
+        launch(dir, 2,
+               worker_args(dir, {"--per_device_train_batch_size", "8", "--max_steps", "2",
+                                 "--log_level", "info", "--log_level_replica", replica}),
+               {"--redirects", "3", "--log-dir", (dir / "logs").string()});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string text =
+          read_text_file(dir / "logs/attempt_0" / std::to_string(rank) / "stderr.log");
+      const auto lines = log_lines(text);
+      // Every line carries its own rank.
+      EXPECT_EQ(count_containing(lines, "[rank " + std::to_string(rank) + "]"), lines.size())
+          << text;
+      const bool logs_info = rank == 0 || replica == "info";
+      EXPECT_EQ(count_containing(lines, "] [info] ***** Running training *****"),
+                logs_info ? 1u : 0u)
+          << "rank " << rank << ":\n"
+          << text;
+      if (!logs_info) EXPECT_EQ(count_containing(lines, "] [info] "), 0u) << text;
+    }
+    fs::remove_all(dir);
+  }
+}
+
+TEST(TrainerDDP, LogOnEachNodeDecidesWhetherEachNodesFirstProcessLogs) {
+  // Two "nodes" of one process each on this host: rank 1 is the first (local rank 0) process
+  // of node 1. log_on_each_node (HF's default, true) makes it log at --log_level; false leaves
+  // only the world's rank 0 at that level.
+  for (const bool on_each_node : {true, false}) {
+    SCOPED_TRACE(on_each_node ? "log_on_each_node true" : "log_on_each_node false");
+    const fs::path dir = scratch(on_each_node ? "nodes_each" : "nodes_main");
+    const int port = ctrainer::testing::free_port();
+    std::vector<pid_t> nodes;
+    for (int node = 0; node < 2; ++node) {
+      Args argv = {CTRAINER_RUN_BINARY,
+                   "--nnodes",
+                   "2",
+                   "--node-rank",
+                   std::to_string(node),
+                   "--nproc-per-node",
+                   "1",
+                   "--master-addr",
+                   "127.0.0.1",
+                   "--master-port",
+                   std::to_string(port),
+                   "--redirects",
+                   "3",
+                   "--log-dir",
+                   (dir / ("node" + std::to_string(node))).string(),
+                   CTRAINER_TRAINER_DDP_WORKER};
+      const Args flags = worker_args(dir, {"--per_device_train_batch_size", "8", "--max_steps", "2",
+                                           "--log_level", "info", "--log_level_replica", "error",
+                                           "--log_on_each_node", on_each_node ? "true" : "false"});
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      const fs::path log = dir / ("node" + std::to_string(node) + ".log");
+      nodes.push_back(ctrainer::testing::spawn_process(argv, log, log));
+    }
+    for (int node = 0; node < 2; ++node)
+      ASSERT_EQ(ctrainer::testing::wait_for(nodes[static_cast<size_t>(node)]), 0)
+          << read_text_file(dir / ("node" + std::to_string(node) + ".log"));
+    const auto rank1 = log_lines(read_text_file(dir / "node1/attempt_0/0/stderr.log"));
+    EXPECT_EQ(count_containing(rank1, "[rank 1] [info] ***** Running training *****"),
+              on_each_node ? 1u : 0u);
+    const auto rank0 = log_lines(read_text_file(dir / "node0/attempt_0/0/stderr.log"));
+    EXPECT_EQ(count_containing(rank0, "[rank 0] [info] ***** Running training *****"), 1u);
+    fs::remove_all(dir);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,228 @@
+// A Trainer program for the multi-process tests (tests/e2e/trainer_ddp_test.cpp), started by
+// ctrainer-run or directly with torchrun's environment. It trains an MLP on a fixed, overlapping
+// three-class Gaussian mixture with every TrainingArguments flag available, then evaluates, and
+// writes under --dump_dir:
+//   params.<rank>.txt   the final parameters (hex floats, tests/support/parameter_text.h)
+//   eval.<rank>.json    evaluate()'s metrics, and predict()'s argmax predictions and labels
+//   scale.<rank>.txt    the loss scale after every optimizer step (with --loss_scaling)
+// Failure injection for the tests (only on the first attempt, TORCHELASTIC_RESTART_COUNT 0):
+//   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang
+//   --poison_at_step S --poison_rank R  (an inf in one gradient of rank R only, after the
+//                                        gradients were all-reduced: only that rank sees it)
+//   --rank1_hidden_size H / --rank1_learning_rate LR  (rank 1 starts differently)
+// Exit codes: 0 success, 2 bad arguments (ArgumentError), 1 any other error.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/utils.h>
+
+#include <ctrainer/distributed/process_info.h>
+#include <ctrainer/models/simple/mlp_classifier.h>
+#include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/trainer.h>
+
+#include "support/parameter_dump.h"
+
+namespace {
+
+using ctrainer::Trainer;
+using ctrainer::TrainerCallback;
+
+constexpr int64_t kFeatures = 4;
+constexpr int64_t kClasses = 3;
+
+/// Three Gaussian blobs that overlap (accuracy well below 1, so metrics can disagree).
+std::shared_ptr<ctrainer::TensorDataset> make_mixture(int64_t n, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor labels = at::arange(n, at::kLong).remainder(kClasses);
+  at::Tensor centers = at::eye(kClasses, kFeatures, at::kFloat).index_select(0, labels) * 1.5;
+  at::Tensor x = centers + at::randn({n, kFeatures}, gen, at::kFloat);
+  return std::make_shared<ctrainer::TensorDataset>(
+      std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
+}
+
+ctrainer::Metrics accuracy(const ctrainer::EvalPrediction& p) {
+  return {
+      {"accuracy", p.predictions.argmax(-1).eq(p.label_ids).to(at::kDouble).mean().item<double>()}};
+}
+
+struct WorkerOptions {
+  int64_t num_train_examples = 96;
+  int64_t num_eval_examples = 37;  // not a multiple of 2 or 3: the eval sampler pads
+  int64_t hidden_size = 16;
+  double dropout = 0.0;
+  std::string dump_dir;
+  int64_t crash_at_step = 0;
+  int64_t crash_rank = 1;
+  std::string crash_mode = "exit";
+  int64_t poison_at_step = 0;
+  int64_t poison_rank = 1;
+  bool loss_scaling = false;
+  int64_t rank1_hidden_size = 0;
+  double rank1_learning_rate = 0;
+
+  void register_flags(ctrainer::ArgumentParser& parser) {
+    parser.add_option("num_train_examples", &num_train_examples, "Training examples.");
+    parser.add_option("num_eval_examples", &num_eval_examples, "Evaluation examples.");
+    parser.add_option("hidden_size", &hidden_size, "Width of the hidden layer.");
+    parser.add_option("dropout", &dropout, "Dropout before the classifier.");
+    parser.add_option("dump_dir", &dump_dir, "Where each rank writes its results.");
+    parser.add_option("crash_at_step", &crash_at_step, "Fail after this optimizer step.");
+    parser.add_option("crash_rank", &crash_rank, "The rank that fails.");
+    parser.add_option("crash_mode", &crash_mode, "exit (code 7), kill (SIGKILL) or hang.");
+    parser.add_option("poison_at_step", &poison_at_step,
+                      "Optimizer step whose gradient gets an inf.");
+    parser.add_option("poison_rank", &poison_rank, "The only rank that sees the inf.");
+    parser.add_option("loss_scaling", &loss_scaling, "Scale the loss (GradScaler defaults, fp32).");
+    parser.add_option("rank1_hidden_size", &rank1_hidden_size, "Rank 1's hidden size (0: same).");
+    parser.add_option("rank1_learning_rate", &rank1_learning_rate, "Rank 1's learning rate.");
+  }
+};
+
+/// Fails on purpose after optimizer step `step` on one rank, on the first attempt only (a
+/// restarted job must get through).
+class CrashCallback : public TrainerCallback {
+ public:
+  CrashCallback(const WorkerOptions& options, const ctrainer::ProcessInfo& process)
+      : options_(options), process_(process) {}
+  std::string name() const override { return "CrashCallback"; }
+  void on_step_end(Args, ctrainer::TrainerState& state, ctrainer::TrainerControl&, Ctx) override {
+    if (state.global_step != options_.crash_at_step || process_.rank != options_.crash_rank ||
+        process_.restart_count != 0)
+      return;
+    std::fprintf(stderr, "trainer_ddp_worker: rank %lld fails on purpose after step %lld (%s)\n",
+                 static_cast<long long>(process_.rank), static_cast<long long>(state.global_step),
+                 options_.crash_mode.c_str());
+    if (options_.crash_mode == "kill") ::kill(::getpid(), SIGKILL);
+    if (options_.crash_mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+    ::_exit(7);
+  }
+
+ private:
+  WorkerOptions options_;
+  ctrainer::ProcessInfo process_;
+};
+
+/// Records the loss scale after every optimizer step.
+class ScaleRecorder : public TrainerCallback {
+ public:
+  explicit ScaleRecorder(Trainer** trainer) : trainer_(trainer) {}
+  std::string name() const override { return "ScaleRecorder"; }
+  void on_step_end(Args, ctrainer::TrainerState&, ctrainer::TrainerControl&, Ctx) override {
+    if (const auto* scaler = (*trainer_)->precision().grad_scaler())
+      scales.push_back(scaler->get_scale());
+  }
+  std::vector<double> scales;
+
+ private:
+  Trainer** trainer_;
+};
+
+/// After the synchronising backward of step `poison_at_step` (the gradients are already
+/// all-reduced), puts an inf into one gradient on `poison_rank` only: the other ranks see
+/// finite gradients, so only the all-reduced found-inf flag makes them skip too.
+class PoisoningTrainer : public Trainer {
+ public:
+  PoisoningTrainer(std::shared_ptr<ctrainer::Model> model, ctrainer::TrainingArguments args,
+                   ctrainer::TrainerComponents components, const WorkerOptions& options)
+      : Trainer(std::move(model), std::move(args), std::move(components)), options_(options) {}
+  at::Tensor training_step(ctrainer::Model& model, const ctrainer::Batch& inputs,
+                           std::optional<int64_t> num_items_in_batch) override {
+    at::Tensor loss = Trainer::training_step(model, inputs, num_items_in_batch);
+    if (options_.poison_at_step == state().global_step + 1 &&
+        process().rank == options_.poison_rank && args().gradient_accumulation_steps == 1) {
+      torch::NoGradGuard no_grad;
+      model.parameters().front().mutable_grad().view({-1})[0] =
+          std::numeric_limits<float>::infinity();
+    }
+    return loss;
+  }
+
+ private:
+  WorkerOptions options_;
+};
+
+void write_json(const std::string& path, const nlohmann::json& value) {
+  std::ofstream out(path);
+  out << value.dump(2) << '\n';
+}
+
+int run(ctrainer::TrainingArguments args, const WorkerOptions& options) {
+  const auto process = ctrainer::ProcessInfo::from_environment(args.local_rank);
+  if (process.rank == 1 && options.rank1_learning_rate > 0)
+    args.learning_rate = options.rank1_learning_rate;
+  const int64_t hidden = process.rank == 1 && options.rank1_hidden_size > 0
+                             ? options.rank1_hidden_size
+                             : options.hidden_size;
+  auto train = make_mixture(options.num_train_examples, 5);
+  auto eval = make_mixture(options.num_eval_examples, 6);
+  // A different initialisation per rank: the Trainer must start every rank from rank 0's.
+  torch::manual_seed(100 + static_cast<uint64_t>(process.rank));
+  auto model =
+      std::make_shared<ctrainer::MLPClassifier>(kFeatures, hidden, kClasses, options.dropout, 1);
+  Trainer* self = nullptr;
+  auto scales = std::make_shared<ScaleRecorder>(&self);
+  ctrainer::TrainerComponents components{.train_dataset = train,
+                                         .eval_dataset = eval,
+                                         .compute_metrics = accuracy,
+                                         .callbacks = {scales}};
+  if (options.crash_at_step > 0)
+    components.callbacks.push_back(std::make_shared<CrashCallback>(options, process));
+  if (options.loss_scaling)
+    components.precision = std::make_shared<ctrainer::Precision>(
+        ctrainer::PrecisionOptions{.loss_scaling = ctrainer::GradScalerOptions{}},
+        c10::Device(c10::kCPU));
+  PoisoningTrainer trainer(model, args, components, options);
+  self = &trainer;
+  if (args.do_train) trainer.train();
+  const ctrainer::Metrics metrics = trainer.evaluate();
+  const ctrainer::PredictionOutput prediction = trainer.predict(eval);
+
+  if (!options.dump_dir.empty()) {
+    const std::string rank = std::to_string(process.rank);
+    ctrainer::testing::write_parameters(*model, options.dump_dir + "/params." + rank + ".txt");
+    const at::Tensor predicted = prediction.predictions.argmax(-1).contiguous();
+    const at::Tensor labels = prediction.label_ids.contiguous();
+    nlohmann::json out = {
+        {"metrics", nlohmann::json(metrics)},
+        {"predictions", std::vector<int64_t>(predicted.data_ptr<int64_t>(),
+                                             predicted.data_ptr<int64_t>() + predicted.numel())},
+        {"labels", std::vector<int64_t>(labels.data_ptr<int64_t>(),
+                                        labels.data_ptr<int64_t>() + labels.numel())},
+        {"logits", std::vector<float>(prediction.predictions.contiguous().data_ptr<float>(),
+                                      prediction.predictions.contiguous().data_ptr<float>() +
+                                          prediction.predictions.numel())}};
+    write_json(options.dump_dir + "/eval." + rank + ".json", out);
+    std::ofstream scale_file(options.dump_dir + "/scale." + rank + ".txt");
+    for (double s : scales->scales) scale_file << s << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  WorkerOptions options;
+  ctrainer::ArgumentParser parser("Trainer worker of the multi-process tests.");
+  options.register_flags(parser);
+  ctrainer::TrainingArguments args = ctrainer::parse_args_or_exit(parser, argc, argv);
+  try {
+    return run(args, options);
+  } catch (const ctrainer::ArgumentError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
