@@ -76,8 +76,12 @@ struct ExampleOptions {
   }
 };
 
-void report(const ctrainer::TrainingArguments& args, const std::string& split,
+/// Prints and saves the metrics on the world's main process only (HF's log_metrics /
+/// save_metrics), so several processes do not write the same files.
+void report(const ctrainer::Trainer& trainer, const std::string& split,
             const ctrainer::Metrics& metrics) {
+  if (!trainer.process().is_world_process_zero()) return;
+  const ctrainer::TrainingArguments& args = trainer.args();
   std::fputs(ctrainer::format_metrics_block(split, metrics).c_str(), stdout);
   ctrainer::save_metrics(args.output_dir, split, metrics);
 }
@@ -103,9 +107,9 @@ int run(ctrainer::TrainingArguments args, const ExampleOptions& opt) {
                                                          opt.dropout, opt.num_hidden_layers);
   ctrainer::Trainer trainer(
       model, args, {.train_dataset = train, .eval_dataset = eval, .compute_metrics = accuracy});
-  if (args.do_train) report(args, "train", trainer.train().metrics);
-  if (args.do_eval) report(args, "eval", trainer.evaluate());
-  if (args.do_predict) report(args, "predict", trainer.predict(eval, "predict").metrics);
+  if (args.do_train) report(trainer, "train", trainer.train().metrics);
+  if (args.do_eval) report(trainer, "eval", trainer.evaluate());
+  if (args.do_predict) report(trainer, "predict", trainer.predict(eval, "predict").metrics);
   return 0;
 }
 

@@ -329,6 +329,8 @@ TEST(LauncherGloo, TwoRanksAllReduceThroughTheEnvironment) {
       << run.out;
   EXPECT_NE(run.out.find("rank 1 of 2 (gloo): all-reduce 3 30, broadcast 1: OK"), std::string::npos)
       << run.out;
+  EXPECT_NE(run.out.find("rank 0: all-gather OK"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("rank 1: all-gather OK"), std::string::npos) << run.out;
 }
 
 TEST(LauncherGloo, MissingPeerTimesOutNamingTheStoreAndTheCount) {

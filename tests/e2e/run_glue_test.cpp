@@ -220,6 +220,57 @@ TEST_F(RunGlueInputTest, MnliEvaluatesAndPredictsMatchedAndMismatched) {
   EXPECT_EQ(config.at("id2label").at("2"), "contradiction");
 }
 
+TEST_F(RunGlueInputTest, TwoProcessesTrainTheOneProcessModel) {
+  // MRPC slices: 96 training pairs (2 ranks x 8 = one process x 16 per step) and 41 dev pairs
+  // (an odd count: the ranks' shares differ by one). Dropout off, so both runs compute the
+  // same function; only the order of float sums differs.
+  const fs::path source = fs::path(CTRAINER_EXAMPLES_DATA_DIR) / "glue" / "MRPC";
+  write_slice(source / "train.tsv", dir_ / "data" / "train.tsv", 96, true);
+  write_slice(source / "dev.tsv", dir_ / "data" / "dev.tsv", 41, true);
+  write_slice(source / "test.tsv", dir_ / "data" / "test.tsv", 23, true);
+  std::ofstream(dir_ / "config.json") << R"({"model_type": "bert", "vocab_size": 30522,
+      "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+      "intermediate_size": 32, "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+      "attention_probs_dropout_prob": 0.0})";
+  const std::string flags =
+      " --do_train --do_eval --do_predict --learning_rate 1e-3"
+      " --per_device_eval_batch_size 8 --logging_steps 2";
+  const fs::path one = dir_ / "out";  // base() writes there
+  Result single = run(base("mrpc") + flags);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  // The same command with another output folder and half the per-device batch.
+  const fs::path two = dir_ / "ddp";
+  std::string per_rank = base("mrpc");
+  per_rank.replace(per_rank.find(one.string()), one.string().size(), two.string());
+  const std::string batch = "--per_device_train_batch_size 16";
+  per_rank.replace(per_rank.find(batch), batch.size(), "--per_device_train_batch_size 8");
+  Result ddp = ctrainer::testing::run_shell(std::string(CTRAINER_RUN_BINARY) +
+                                            " --standalone --nproc-per-node 2 " +
+                                            CTRAINER_RUN_GLUE_BINARY + " " + per_rank + flags);
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+
+  const auto eval_one = read_json(one / "eval_results.json");
+  const auto eval_two = read_json(two / "eval_results.json");
+  EXPECT_EQ(eval_two.at("eval_samples"), 41);
+  for (const char* metric : {"eval_accuracy", "eval_f1", "eval_combined_score"})
+    EXPECT_EQ(eval_two.at(metric), eval_one.at(metric)) << metric;
+  EXPECT_NEAR(eval_two.at("eval_loss").get<double>(), eval_one.at("eval_loss").get<double>(), 1e-5);
+  // The main process alone wrote the predictions: 23 rows in test order, as one process did.
+  EXPECT_EQ(read_lines(two / "predict_results_mrpc.txt"),
+            read_lines(one / "predict_results_mrpc.txt"));
+  // The logged loss is averaged over the ranks: the one-process loss of the same global batch.
+  const auto log_one = read_json(one / "trainer_state.json").at("log_history");
+  const auto log_two = read_json(two / "trainer_state.json").at("log_history");
+  ASSERT_EQ(log_one.size(), log_two.size());
+  int losses = 0;
+  for (size_t i = 0; i < log_one.size(); ++i)
+    if (log_one[i].contains("loss")) {
+      ++losses;
+      EXPECT_NEAR(log_two[i].at("loss").get<double>(), log_one[i].at("loss").get<double>(), 1e-5);
+    }
+  EXPECT_GE(losses, 2);
+}
+
 TEST_F(RunGlueInputTest, ExplicitFilesReplaceDataDir) {
   // Any file names, read in the task's layout; the test file has no labels.
   {

@@ -82,6 +82,33 @@ std::vector<int64_t> hf_reference(const std::vector<int64_t>& lengths, int64_t b
   return out;
 }
 
+TEST(Samplers, ShardedSequentialSamplerSplitsWithoutPaddingOrDropping) {
+  // 7 rows over 3 ranks: rows r, r + 3, ...; the first 7 % 3 = 1 rank gets one row more.
+  EXPECT_EQ(ShardedSequentialSampler(7, 3, 0).indices(0), (std::vector<int64_t>{0, 3, 6}));
+  EXPECT_EQ(ShardedSequentialSampler(7, 3, 1).indices(5), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(ShardedSequentialSampler(7, 3, 2).indices(0), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(ShardedSequentialSampler(7, 3, 0).size(), 3);
+  EXPECT_EQ(ShardedSequentialSampler(7, 3, 2).size(), 2);
+  // Fewer rows than ranks: the last ranks get nothing.
+  EXPECT_EQ(ShardedSequentialSampler(2, 3, 2).size(), 0);
+  EXPECT_TRUE(ShardedSequentialSampler(2, 3, 2).indices(0).empty());
+  // Every row exactly once over all ranks, for many shapes.
+  for (int64_t n : {0, 1, 5, 37, 64})
+    for (int64_t world : {1, 2, 3, 4}) {
+      std::multiset<int64_t> seen;
+      for (int64_t rank = 0; rank < world; ++rank) {
+        ShardedSequentialSampler s(n, world, rank);
+        auto idx = s.indices(0);
+        EXPECT_EQ(static_cast<int64_t>(idx.size()), s.size());
+        seen.insert(idx.begin(), idx.end());
+      }
+      std::multiset<int64_t> all;
+      for (int64_t i = 0; i < n; ++i) all.insert(i);
+      EXPECT_EQ(seen, all) << n << " rows, " << world << " ranks";
+    }
+  testing::expect_error([] { ShardedSequentialSampler(5, 2, -1); }, {"rank -1", "[0, 2)"});
+}
+
 TEST(Samplers, LengthGroupedIndicesFollowHfMegaBatches) {
   // Hand-checked: batch 2, n=6 -> mult max(1, min(6/8, 50)) = 1, mega-batches of 2.
   const std::vector<int64_t> lengths{5, 1, 9, 3, 7, 2};
