@@ -62,7 +62,27 @@ struct Shape {
   std::string description;
   BertConfig config;
   int64_t seq, batch, warmup_steps, measured_steps;
+  /// Repetitions of each raw all-reduce: they are short, and a noisy machine needs many.
+  int64_t raw_warmup, raw_measured;
 };
+
+/// A 2-process configuration of DDPStrategy.
+struct DdpMode {
+  std::string name;
+  bool overlap;
+  double bucket_cap_mb;
+};
+
+/// torch's default buckets (25 MiB) put all of BERT-mini's encoder into one bucket that is
+/// complete only when backward reaches the embeddings, so 4 MiB buckets (about one encoder
+/// layer each) are measured too: with them the encoder's all-reduces can start during backward.
+const std::vector<DdpMode>& ddp_modes() {
+  static const std::vector<DdpMode> modes = {{"overlap_on", true, 25},
+                                             {"overlap_off", false, 25},
+                                             {"overlap_on_4mb_buckets", true, 4},
+                                             {"overlap_off_4mb_buckets", false, 4}};
+  return modes;
+}
 
 /// BERT-mini (google/bert_uncased_L-4_H-256_A-4) as in the precision scenario; per-process
 /// batch 16 at sequence length 128 makes a 1-thread step take about 0.7 s on this machine.
@@ -78,6 +98,8 @@ Shape shape(bool quick) {
   s.batch = quick ? 4 : 16;
   s.warmup_steps = quick ? 1 : 2;
   s.measured_steps = quick ? 2 : 8;
+  s.raw_warmup = quick ? 1 : 3;
+  s.raw_measured = quick ? 2 : 20;
   s.description = fmt::format(
       "BertForSequenceClassification (BERT-mini shape): vocab {}, hidden {}, {} layers, {} "
       "heads, ffn {}, dropout {}; seq {}, batch {} per process",
@@ -135,17 +157,18 @@ StepTimes train(Model& model, Strategy& strategy, torch::optim::Optimizer& optim
 std::vector<double> time_collective(ProcessGroup& group, const Shape& s,
                                     const std::function<void()>& collective) {
   std::vector<double> seconds;
-  for (int64_t rep = 0; rep < s.warmup_steps + s.measured_steps; ++rep) {
+  for (int64_t rep = 0; rep < s.raw_warmup + s.raw_measured; ++rep) {
     group.barrier();
     const auto start = Clock::now();
     collective();
-    if (rep >= s.warmup_steps) seconds.push_back(seconds_since(start));
+    if (rep >= s.raw_warmup) seconds.push_back(seconds_since(start));
   }
   return seconds;
 }
 
 /// Raw c10d all-reduces of the same bytes as DDP's buckets: one flat tensor, and one tensor
-/// per bucket launched back to back and then waited for (what DDP does without overlap).
+/// per bucket launched back to back and then waited for (what DDP does without overlap),
+/// without and with averaging each bucket after its wait.
 json time_raw_all_reduce(ProcessGroup& group, const std::vector<std::size_t>& bucket_bytes,
                          const Shape& s) {
   std::vector<at::Tensor> buckets;
@@ -161,6 +184,17 @@ json time_raw_all_reduce(ProcessGroup& group, const std::vector<std::size_t>& bu
     std::vector<PendingCollective> pending;
     for (auto& bucket : buckets) pending.push_back(group.all_reduce_sum_async(bucket));
     for (auto& work : pending) work.wait();
+  });
+  // The same, but each bucket averaged as soon as it arrived, as GradientReducer::finalize
+  // does: that local work competes with the transfers still in flight for the CPU.
+  const double world = static_cast<double>(group.world_size());
+  out["split_average_seconds"] = time_collective(group, s, [&] {
+    std::vector<PendingCollective> pending;
+    for (auto& bucket : buckets) pending.push_back(group.all_reduce_sum_async(bucket));
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      pending[b].wait();
+      buckets[b].div_(world);
+    }
   });
   return out;
 }
@@ -200,23 +234,28 @@ json to_json(const StepTimes& t) {
     options.timeout = std::chrono::seconds(300);
     ProcessGroup group(info, options);
     std::unique_ptr<torch::optim::AdamW> optimizer;
-    std::vector<std::size_t> bucket_bytes;
+    std::vector<std::size_t> default_bucket_bytes;
+    // Within each bucket size, on and off take turns going first from one run to the next.
     const bool off_first = std::getenv(kOffFirstEnv) != nullptr;
-    for (const bool overlap : {!off_first, off_first}) {
-      DDPOptions ddp;
-      ddp.overlap_with_backward = overlap;
-      // A fresh strategy per mode: its reducer re-buckets the gradients and the previous
-      // reducer's hooks go quiet with it (they only hold a weak_ptr).
-      DDPStrategy strategy(group, ddp);
-      strategy.setup(model, cpu);
-      if (!optimizer)
-        optimizer = std::make_unique<torch::optim::AdamW>(model.parameters(),
-                                                          torch::optim::AdamWOptions(1e-4));
-      const StepTimes times = train(model, strategy, *optimizer, batch, s);
-      out[overlap ? "overlap_on" : "overlap_off"] = to_json(times);
-      bucket_bytes = times.bucket_bytes;
+    const auto& modes = ddp_modes();
+    for (std::size_t pair = 0; pair < modes.size(); pair += 2) {
+      for (const std::size_t k : {pair + (off_first ? 1 : 0), pair + (off_first ? 0 : 1)}) {
+        DDPOptions ddp;
+        ddp.overlap_with_backward = modes[k].overlap;
+        ddp.bucket_cap_mb = modes[k].bucket_cap_mb;
+        // A fresh strategy per mode: its reducer re-buckets the gradients and the previous
+        // reducer's hooks go quiet with it (they only hold a weak_ptr).
+        DDPStrategy strategy(group, ddp);
+        strategy.setup(model, cpu);
+        if (!optimizer)
+          optimizer = std::make_unique<torch::optim::AdamW>(model.parameters(),
+                                                            torch::optim::AdamWOptions(1e-4));
+        const StepTimes times = train(model, strategy, *optimizer, batch, s);
+        out[modes[k].name] = to_json(times);
+        if (modes[k].name == "overlap_off") default_bucket_bytes = times.bucket_bytes;
+      }
     }
-    out["raw"] = time_raw_all_reduce(group, bucket_bytes, s);
+    out["raw"] = time_raw_all_reduce(group, default_bucket_bytes, s);
     group.shutdown();
   }
   std::ofstream(out_prefix + "." + std::to_string(info.rank) + ".json") << out.dump() << '\n';
@@ -338,56 +377,73 @@ std::vector<double> min_over_ranks(const std::vector<json>& reports, const std::
   return result;
 }
 
+/// The 1-minute load average (/proc/loadavg), to show how quiet the machine was.
+double load_average() {
+  double load = -1;
+  std::ifstream("/proc/loadavg") >> load;
+  return load;
+}
+
 BenchResult run_ddp(const BenchOptions& options) {
   if (const char* prefix = std::getenv(kWorkerEnv)) run_worker(prefix);
   const Shape s = shape(options.quick);
+  const double load_before = load_average();
   const int64_t rounds = options.quick ? 1 : options.rounds;
 
   // Per configuration, one median per round (over that run's measured steps).
   std::map<std::string, std::vector<double>> step_s, exposed_s;
-  std::vector<double> raw_flat_s, raw_split_s;
-  std::vector<std::size_t> bucket_bytes;
-  std::vector<std::vector<double>> off_bucket_s;  // per round, per bucket (rank 0)
-  std::size_t launched_on = 0, launched_off = 0;
+  std::vector<double> raw_flat_s, raw_split_s, raw_split_average_s;
+  std::map<std::string, std::vector<std::size_t>> bucket_bytes;  // per 2-process mode
+  std::map<std::string, std::size_t> launched_in_backward;
+  std::vector<std::vector<double>> off_bucket_s;  // per round, per default bucket (rank 0)
   for (int64_t round = 0; round < rounds; ++round) {
     // Rotate the order so that slow drifts of the machine hit every configuration alike.
     for (int k = 0; k < 3; ++k) {
-      switch ((k + round) % 3) {
-        case 0:
-          step_s["1proc_1thread"].push_back(median(
-              as_vector(run_workers(1, 1, options.quick, false)[0]["train"]["step_seconds"])));
-          break;
-        case 1:
-          step_s["1proc_2threads"].push_back(median(
-              as_vector(run_workers(1, 2, options.quick, false)[0]["train"]["step_seconds"])));
-          break;
-        default: {
-          const auto reports = run_workers(2, 1, options.quick, round % 2 == 1);
-          for (const std::string mode : {"overlap_on", "overlap_off"}) {
-            step_s[mode].push_back(median(as_vector(reports[0][mode]["step_seconds"])));
-            exposed_s[mode].push_back(median(min_over_ranks(reports, mode, "exposed_seconds")));
-          }
-          raw_flat_s.push_back(median(min_over_ranks(reports, "raw", "flat_seconds")));
-          raw_split_s.push_back(median(min_over_ranks(reports, "raw", "split_seconds")));
-          bucket_bytes = reports[0]["overlap_off"]["bucket_bytes"].get<std::vector<std::size_t>>();
-          launched_on = reports[0]["overlap_on"]["buckets_launched_in_backward"];
-          launched_off = reports[0]["overlap_off"]["buckets_launched_in_backward"];
-          const auto per_step =
-              reports[0]["overlap_off"]["bucket_seconds"].get<std::vector<std::vector<double>>>();
-          std::vector<double> per_bucket;
-          for (std::size_t b = 0; b < bucket_bytes.size(); ++b) {
-            std::vector<double> samples;
-            for (const auto& step : per_step) samples.push_back(step[b]);
-            per_bucket.push_back(median(samples));
-          }
-          off_bucket_s.push_back(per_bucket);
-        }
+      const int configuration = static_cast<int>((k + round) % 3);
+      if (configuration < 2) {
+        const int threads = configuration + 1;
+        const auto reports = run_workers(1, threads, options.quick, false);
+        step_s[threads == 1 ? "1proc_1thread" : "1proc_2threads"].push_back(
+            median(as_vector(reports[0]["train"]["step_seconds"])));
+        continue;
       }
+      const auto reports = run_workers(2, 1, options.quick, round % 2 == 1);
+      for (const auto& mode : ddp_modes()) {
+        const json& report = reports[0][mode.name];
+        step_s[mode.name].push_back(median(as_vector(report["step_seconds"])));
+        exposed_s[mode.name].push_back(
+            median(min_over_ranks(reports, mode.name, "exposed_seconds")));
+        bucket_bytes[mode.name] = report["bucket_bytes"].get<std::vector<std::size_t>>();
+        launched_in_backward[mode.name] = report["buckets_launched_in_backward"];
+      }
+      raw_flat_s.push_back(median(min_over_ranks(reports, "raw", "flat_seconds")));
+      raw_split_s.push_back(median(min_over_ranks(reports, "raw", "split_seconds")));
+      raw_split_average_s.push_back(
+          median(min_over_ranks(reports, "raw", "split_average_seconds")));
+      const auto per_step =
+          reports[0]["overlap_off"]["bucket_seconds"].get<std::vector<std::vector<double>>>();
+      std::vector<double> per_bucket;
+      for (std::size_t b = 0; b < per_step.front().size(); ++b) {
+        std::vector<double> samples;
+        for (const auto& step : per_step) samples.push_back(step[b]);
+        per_bucket.push_back(median(samples));
+      }
+      off_bucket_s.push_back(per_bucket);
     }
   }
 
+  const auto megabytes = [](const std::vector<std::size_t>& bytes) {
+    std::vector<double> mb;
+    for (std::size_t b : bytes) mb.push_back(static_cast<double>(b) / kMB);
+    return mb;
+  };
+  const auto milliseconds = [](const std::vector<double>& seconds) {
+    std::vector<double> ms;
+    for (double s : seconds) ms.push_back(1000 * s);
+    return ms;
+  };
   std::size_t total_bytes = 0;
-  for (std::size_t b : bucket_bytes) total_bytes += b;
+  for (std::size_t b : bucket_bytes["overlap_off"]) total_bytes += b;
   BenchResult result;
   result.scenario = "ddp";
   result.config["model"] = s.description;
@@ -396,23 +452,24 @@ BenchResult run_ddp(const BenchOptions& options) {
     return BertForSequenceClassification(s.config).num_parameters();
   }();
   result.config["gradient_mb"] = static_cast<double>(total_bytes) / kMB;
-  result.config["buckets_mb"] = [&] {
-    std::vector<double> mb;
-    for (std::size_t b : bucket_bytes) mb.push_back(static_cast<double>(b) / kMB);
-    return mb;
-  }();
-  result.config["ddp"] = "DDPStrategy over Gloo on 127.0.0.1, bucket_cap_mb 25, first bucket 1 MiB";
+  result.config["ddp"] =
+      "DDPStrategy over Gloo (2 threads per process) on 127.0.0.1; first bucket 1 MiB, "
+      "bucket_cap_mb 25 (torch's default) unless the mode says 4mb_buckets";
   result.config["optimizer"] = "torch::optim::AdamW lr 1e-4, no clipping";
   result.config["device"] = "cpu";
   result.config["hardware_threads"] = std::thread::hardware_concurrency();
   result.config["rounds"] = rounds;
+  result.config["load_average_1min"] = {{"before", load_before}, {"after", load_average()}};
   result.config["steps_per_run"] =
       fmt::format("{} warm-up + {} measured (median per run; table = median over runs)",
                   s.warmup_steps, s.measured_steps);
+  result.config["raw_repetitions_per_run"] =
+      fmt::format("{} warm-up + {} measured, each after a barrier", s.raw_warmup, s.raw_measured);
   result.config["exposed_comm"] =
       "wall time DDPStrategy::backward spends in finalize() launching and waiting for "
       "all-reduces (ReducerStats::exposed_seconds), per step the smaller of the two ranks "
       "(the later rank to arrive waits for the transfer only)";
+  result.config["hidden_comm_share"] = "1 - exposed_comm(overlap on) / exposed_comm(overlap off)";
 
   auto& m = result.metrics;
   const double global_1 = static_cast<double>(s.batch), global_2 = 2.0 * s.batch;
@@ -421,30 +478,46 @@ BenchResult run_ddp(const BenchOptions& options) {
     m[name]["step_ms"] = 1000 * step;
     m[name]["step_ms_min"] = 1000 * *std::min_element(samples.begin(), samples.end());
     m[name]["step_ms_max"] = 1000 * *std::max_element(samples.begin(), samples.end());
+    m[name]["step_ms_per_round"] = milliseconds(samples);
     m[name]["samples_per_s"] = (name.rfind("1proc", 0) == 0 ? global_1 : global_2) / step;
   }
-  for (const auto& [name, samples] : exposed_s) m[name]["exposed_comm_ms"] = 1000 * median(samples);
-  m["overlap_on"]["buckets_launched_in_backward"] = launched_on;
-  m["overlap_off"]["buckets_launched_in_backward"] = launched_off;
+  for (const auto& mode : ddp_modes()) {
+    auto& row = m[mode.name];
+    row["exposed_comm_ms"] = 1000 * median(exposed_s[mode.name]);
+    row["exposed_comm_ms_per_round"] = milliseconds(exposed_s[mode.name]);
+    row["buckets_mb"] = megabytes(bucket_bytes[mode.name]);
+    row["buckets_launched_in_backward"] = launched_in_backward[mode.name];
+  }
   const double sps_2 = m["overlap_on"]["samples_per_s"];
   m["scaling_efficiency_vs_1proc_1thread"] =
       sps_2 / (2 * m["1proc_1thread"]["samples_per_s"].get<double>());
   m["speedup_vs_1proc_2threads"] = sps_2 / m["1proc_2threads"]["samples_per_s"].get<double>();
-  const double exposed_on = median(exposed_s["overlap_on"]);
-  const double exposed_off = median(exposed_s["overlap_off"]);
-  m["hidden_comm_share"] = 1 - exposed_on / exposed_off;
+  const auto hidden = [&](const std::string& on, const std::string& off) {
+    return 1 - median(exposed_s[on]) / median(exposed_s[off]);
+  };
+  m["hidden_comm_share"] = hidden("overlap_on", "overlap_off");
+  m["hidden_comm_share_4mb_buckets"] = hidden("overlap_on_4mb_buckets", "overlap_off_4mb_buckets");
+
+  // DDP's all-reduce of the default buckets without overlap is communication only, so its
+  // exposed time is the time of DDP's bucketed all-reduce.
+  const double ddp_s = median(exposed_s["overlap_off"]);
   const double bytes = static_cast<double>(total_bytes);
-  m["bandwidth"]["ddp_buckets_gb_s"] = bytes / exposed_off / 1e9;
-  m["bandwidth"]["raw_flat_gb_s"] = bytes / median(raw_flat_s) / 1e9;
-  m["bandwidth"]["raw_same_split_gb_s"] = bytes / median(raw_split_s) / 1e9;
-  m["bandwidth"]["raw_flat_ms"] = 1000 * median(raw_flat_s);
-  m["bandwidth"]["raw_same_split_ms"] = 1000 * median(raw_split_s);
-  m["bandwidth"]["ddp_buckets_ms"] = 1000 * exposed_off;
-  m["bandwidth"]["ddp_vs_raw_flat"] = median(raw_flat_s) / exposed_off;
-  m["bandwidth"]["ddp_vs_raw_same_split"] = median(raw_split_s) / exposed_off;
-  m["bandwidth"]["overlap_off_bucket_ms"] = [&] {
+  auto& bw = m["bandwidth"];
+  bw["ddp_buckets_ms"] = 1000 * ddp_s;
+  bw["raw_flat_ms"] = 1000 * median(raw_flat_s);
+  bw["raw_same_split_ms"] = 1000 * median(raw_split_s);
+  bw["raw_same_split_average_ms"] = 1000 * median(raw_split_average_s);
+  bw["ddp_buckets_gb_s"] = bytes / ddp_s / 1e9;
+  bw["raw_flat_gb_s"] = bytes / median(raw_flat_s) / 1e9;
+  bw["raw_same_split_gb_s"] = bytes / median(raw_split_s) / 1e9;
+  bw["raw_same_split_average_gb_s"] = bytes / median(raw_split_average_s) / 1e9;
+  bw["ddp_vs_raw_flat"] = median(raw_flat_s) / ddp_s;
+  bw["ddp_vs_raw_same_split"] = median(raw_split_s) / ddp_s;
+  bw["ddp_vs_raw_same_split_average"] = median(raw_split_average_s) / ddp_s;
+  bw["raw_flat_ms_per_round"] = milliseconds(raw_flat_s);
+  bw["overlap_off_bucket_launch_to_wait_ms"] = [&] {
     std::vector<double> ms;
-    for (std::size_t b = 0; b < bucket_bytes.size(); ++b) {
+    for (std::size_t b = 0; b < off_bucket_s.front().size(); ++b) {
       std::vector<double> samples;
       for (const auto& round : off_bucket_s) samples.push_back(round[b]);
       ms.push_back(1000 * median(samples));
@@ -452,22 +525,29 @@ BenchResult run_ddp(const BenchOptions& options) {
     return ms;
   }();
 
-  result.header = {"configuration", "step ms", "step ms min..max", "samples/s", "exposed comm ms"};
-  for (const std::string name : {"1proc_1thread", "1proc_2threads", "overlap_on", "overlap_off"}) {
-    const auto& row = m[name];
-    result.rows.push_back({{name.rfind("overlap", 0) == 0 ? "2proc_1thread_" + name : name,
+  result.header = {"configuration",    "buckets",   "step ms",
+                   "step ms min..max", "samples/s", "exposed comm ms"};
+  for (const std::string name : {"1proc_1thread", "1proc_2threads"})
+    result.rows.push_back({{name, "-", fmt::format("{:.1f}", m[name]["step_ms"].get<double>()),
+                            fmt::format("{:.1f}..{:.1f}", m[name]["step_ms_min"].get<double>(),
+                                        m[name]["step_ms_max"].get<double>()),
+                            fmt::format("{:.1f}", m[name]["samples_per_s"].get<double>()), "-"}});
+  for (const auto& mode : ddp_modes()) {
+    const auto& row = m[mode.name];
+    result.rows.push_back({{"2proc_1thread_" + mode.name, std::to_string(row["buckets_mb"].size()),
                             fmt::format("{:.1f}", row["step_ms"].get<double>()),
                             fmt::format("{:.1f}..{:.1f}", row["step_ms_min"].get<double>(),
                                         row["step_ms_max"].get<double>()),
                             fmt::format("{:.1f}", row["samples_per_s"].get<double>()),
-                            row.contains("exposed_comm_ms")
-                                ? fmt::format("{:.1f}", row["exposed_comm_ms"].get<double>())
-                                : std::string("-")}});
+                            fmt::format("{:.1f}", row["exposed_comm_ms"].get<double>())}});
   }
-  result.rows.push_back({{"raw c10d all-reduce, flat", "-", "-", "-",
+  const std::string default_buckets = std::to_string(bucket_bytes["overlap_off"].size());
+  result.rows.push_back({{"raw c10d all-reduce, flat", "1", "-", "-", "-",
                           fmt::format("{:.1f}", 1000 * median(raw_flat_s))}});
-  result.rows.push_back({{"raw c10d all-reduce, bucket split", "-", "-", "-",
+  result.rows.push_back({{"raw c10d all-reduce, bucket split", default_buckets, "-", "-", "-",
                           fmt::format("{:.1f}", 1000 * median(raw_split_s))}});
+  result.rows.push_back({{"raw c10d all-reduce, bucket split + averaging", default_buckets, "-",
+                          "-", "-", fmt::format("{:.1f}", 1000 * median(raw_split_average_s))}});
   return result;
 }
 
