@@ -2,9 +2,9 @@
 // this machine's CPU with DDPStrategy over Gloo.
 //  - scaling: step time and samples/s of 1 process (1 and all intra-op threads) against
 //    2 processes with 1 thread each, at the same per-process batch;
-//  - overlap: 2 processes with DDPOptions::overlap_with_backward on and off; the exposed
-//    communication time of each, and the share of the all-reduce time hidden behind backward,
-//    1 - exposed(on) / exposed(off);
+//  - overlap: 2 processes with DDPOptions::overlap_with_backward on and off, with torch's
+//    default 25 MiB buckets and with 4 MiB buckets; the exposed communication time of each,
+//    and the share of the all-reduce time hidden behind backward, 1 - exposed(on) / exposed(off);
 //  - bandwidth: gradient bytes / time of DDP's bucketed all-reduce (overlap off, so the time
 //    is communication only) against a raw c10d all-reduce of one flat tensor of the same bytes
 //    and of tensors split like the buckets.
@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -207,7 +208,7 @@ json to_json(const StepTimes& t) {
           {"buckets_launched_in_backward", t.launched_in_backward}};
 }
 
-[[noreturn]] void run_worker(const std::string& out_prefix) {
+void measure_in_worker(const std::string& out_prefix) {
   const Shape s = shape(std::getenv(kQuickEnv) != nullptr);
   at::set_num_threads(std::stoi(env_or(kThreadsEnv, "1")));
   const ProcessInfo info = ProcessInfo::from_environment();
@@ -259,6 +260,18 @@ json to_json(const StepTimes& t) {
     group.shutdown();
   }
   std::ofstream(out_prefix + "." + std::to_string(info.rank) + ".json") << out.dump() << '\n';
+}
+
+/// The worker process: measures, writes its report and exits (0, or 3 after printing the
+/// error; the parent then names the failed rank).
+[[noreturn]] void run_worker(const std::string& out_prefix) {
+  try {
+    measure_in_worker(out_prefix);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ctrainer-bench ddp worker (RANK=%s): %s\n", env_or("RANK", "0").c_str(),
+                 error.what());
+    std::exit(3);
+  }
   std::exit(0);
 }
 
