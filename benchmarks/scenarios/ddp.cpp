@@ -122,7 +122,8 @@ std::string env_or(const char* name, const std::string& fallback) {
 // ---------------------------------------------------------------------------------------------
 // Worker
 
-/// One training step: forward, backward (with DDP's all-reduce), optimizer step.
+/// What train() measured, one entry per measured step (the DDP statistics are
+/// DDPStrategy::last_stats(); empty for one process).
 struct StepTimes {
   std::vector<double> step, exposed;
   std::vector<std::vector<double>> bucket_seconds;
@@ -130,6 +131,8 @@ struct StepTimes {
   std::size_t launched_in_backward = 0;
 };
 
+/// Warm-up and measured steps of zero_grad + forward + backward (DDP's all-reduce included) +
+/// optimizer step on the same batch.
 StepTimes train(Model& model, Strategy& strategy, torch::optim::Optimizer& optimizer,
                 const Batch& batch, const Shape& s) {
   StepTimes times;
