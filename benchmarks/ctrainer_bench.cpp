@@ -13,6 +13,7 @@ Scenario precision_scenario();
 Scenario gradient_checkpointing_scenario();
 Scenario tokenizer_scenario();
 Scenario dataloader_scenario();
+Scenario ddp_scenario();
 }  // namespace ctrainer::bench
 
 namespace {
@@ -25,7 +26,8 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::gradient_checkpointing_scenario(),
           ctrainer::bench::tokenizer_scenario(),
           ctrainer::bench::dataloader_scenario(),
-          ctrainer::bench::precision_scenario()};
+          ctrainer::bench::precision_scenario(),
+          ctrainer::bench::ddp_scenario()};
 }
 
 int usage(const std::string& error) {

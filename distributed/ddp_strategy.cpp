@@ -51,10 +51,12 @@ void DDPStrategy::setup(Model& model, const c10::Device& device) {
   std::vector<at::Tensor> trainable;
   for (auto& p : model.parameters())
     if (p.requires_grad()) trainable.push_back(p);
-  reducer_ = std::make_unique<GradientReducer>(
-      group_, std::move(trainable), static_cast<std::size_t>(options_.first_bucket_mb * kMiB),
-      static_cast<std::size_t>(options_.bucket_cap_mb * kMiB),
-      /*warn_on_unused=*/!options_.find_unused_parameters);
+  GradientReducerOptions reducer;
+  reducer.first_bucket_bytes = static_cast<std::size_t>(options_.first_bucket_mb * kMiB);
+  reducer.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * kMiB);
+  reducer.warn_on_unused = !options_.find_unused_parameters;
+  reducer.overlap_with_backward = options_.overlap_with_backward;
+  reducer_ = std::make_unique<GradientReducer>(group_, std::move(trainable), reducer);
 }
 
 void DDPStrategy::backward(const at::Tensor& loss, bool sync) {
@@ -108,6 +110,11 @@ int64_t DDPStrategy::world_size() const {
 
 std::size_t DDPStrategy::num_buckets() const {
   return reducer_ ? reducer_->num_buckets() : 0;
+}
+
+const ReducerStats& DDPStrategy::last_stats() const {
+  static const ReducerStats kNone;
+  return reducer_ ? reducer_->last_stats() : kNone;
 }
 
 }  // namespace ctrainer

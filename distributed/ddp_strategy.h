@@ -24,6 +24,11 @@ struct DDPOptions {
   /// the end of backward (their unused gradients are zero). With false, that is logged once,
   /// since it means those buckets did not overlap with backward.
   bool find_unused_parameters = false;
+  /// Whether a bucket's all-reduce starts during backward, as soon as backward has produced
+  /// all of its gradients (torch DDP's behaviour). With false, every bucket is all-reduced
+  /// after backward, in bucket order: classic non-overlapped data parallelism, slower, for
+  /// measuring what the overlap hides (ctrainer-bench ddp). The results are bitwise the same.
+  bool overlap_with_backward = true;
 };
 
 /// One process per device; gradients are averaged over the process group on every
@@ -60,6 +65,9 @@ class DDPStrategy : public Strategy {
 
   /// Number of gradient buckets (for tests and logs); 0 before setup().
   std::size_t num_buckets() const;
+  /// Communication statistics of the last synchronising backward: bytes per bucket and the
+  /// communication time backward did not hide (see ReducerStats). Empty before the first.
+  const ReducerStats& last_stats() const;
 
  private:
   ProcessGroup& group_;

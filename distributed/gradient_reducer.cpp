@@ -1,6 +1,9 @@
 #include <ctrainer/distributed/gradient_reducer.h>
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
+#include <numeric>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -14,12 +17,19 @@ namespace ctrainer {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point begin, Clock::time_point end) {
+  return std::chrono::duration<double>(end - begin).count();
+}
+
 struct Bucket {
   at::Tensor flat;     ///< the gradients of `parameters`, back to back
   at::Tensor staging;  ///< fp32 copy all-reduced instead of a bf16 `flat` on Gloo (row 4c)
   std::vector<std::size_t> parameters;
   std::size_t ready = 0;  ///< gradients accumulated in the current backward
   PendingCollective work;
+  Clock::time_point launched_at;  ///< for ReducerStats::bucket_seconds
 };
 
 }  // namespace
@@ -32,32 +42,36 @@ struct GradientReducer::State {
   /// The accumulators are only weakly referenced by their parameters; torch's Reducer keeps
   /// them alive too, otherwise a new accumulator (without our hook) could be created.
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
-  bool warn_on_unused = false;
+  GradientReducerOptions options;
   bool warned = false;
   bool sync = false;
   std::size_t next_launch = 0;  ///< buckets launch in index order on every rank (see launch)
   std::mutex mutex;             ///< CUDA backward runs hooks on device threads
+  ReducerStats stats;
 
-  explicit State(ProcessGroup& g) : group(g) {}
+  State(ProcessGroup& g, const GradientReducerOptions& o) : group(g), options(o) {}
 
-  /// Hook of parameter `index`: its gradient for this backward is accumulated.
+  /// Hook of parameter `index`: its gradient for this backward is accumulated. Without
+  /// overlap the count is kept anyway: finalize() uses it to detect unused parameters.
   void mark_ready(std::size_t index) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!sync) return;
     ++buckets[bucket_of[index]].ready;
-    launch_completed_in_order();
+    if (options.overlap_with_backward) launch_completed_in_order();
   }
+
+  bool complete(const Bucket& bucket) const { return bucket.ready == bucket.parameters.size(); }
 
   /// Collectives are matched by their launch order, not by their tensor, so every rank must
   /// launch the buckets in the same order even when hooks fire in another (unused parameters
   /// differ between ranks): a completed bucket waits for the buckets before it.
   void launch_completed_in_order() {
-    while (next_launch < buckets.size() &&
-           buckets[next_launch].ready == buckets[next_launch].parameters.size())
+    while (next_launch < buckets.size() && complete(buckets[next_launch]))
       launch(buckets[next_launch++]);
   }
 
   void launch(Bucket& bucket) {
+    bucket.launched_at = Clock::now();
     if (bucket.flat.scalar_type() == at::kBFloat16 && group.backend() == "gloo") {
       bucket.staging = bucket.flat.to(at::kFloat);
       bucket.work = group.all_reduce_sum_async(bucket.staging);
@@ -93,12 +107,10 @@ class ReadyHook : public torch::autograd::FunctionPostHook {
 }  // namespace
 
 GradientReducer::GradientReducer(ProcessGroup& group, std::vector<at::Tensor> parameters,
-                                 std::size_t first_bucket_bytes, std::size_t bucket_cap_bytes,
-                                 bool warn_on_unused)
-    : state_(std::make_shared<State>(group)) {
+                                 const GradientReducerOptions& options)
+    : state_(std::make_shared<State>(group, options)) {
   auto& s = *state_;
   s.parameters = std::move(parameters);
-  s.warn_on_unused = warn_on_unused;
   s.bucket_of.assign(s.parameters.size(), 0);
 
   // Reverse registration order approximates the order backward produces gradients, so the
@@ -107,7 +119,8 @@ GradientReducer::GradientReducer(ProcessGroup& group, std::vector<at::Tensor> pa
   for (std::size_t k = s.parameters.size(); k-- > 0;) {
     const at::Tensor& p = s.parameters[k];
     const std::size_t nbytes = static_cast<std::size_t>(p.numel()) * p.element_size();
-    const std::size_t cap = s.buckets.size() <= 1 ? first_bucket_bytes : bucket_cap_bytes;
+    const std::size_t cap =
+        s.buckets.size() <= 1 ? options.first_bucket_bytes : options.bucket_cap_bytes;
     bool fresh = s.buckets.empty() || bytes + nbytes > cap;
     if (!fresh) {
       const at::Tensor& first = s.parameters[s.buckets.back().parameters.front()];
@@ -160,25 +173,42 @@ void GradientReducer::finalize() {
   if (s.sync) {
     // Buckets still incomplete hold parameters without a gradient in this step; their part
     // of the buffer is what it was (zero after zero_grad), which is what they contribute.
-    if (s.next_launch < s.buckets.size() && s.warn_on_unused && !s.warned) {
+    // Without overlap nothing is lost by reducing them here, so there is nothing to report.
+    const auto incomplete = static_cast<std::size_t>(std::count_if(
+        s.buckets.begin(), s.buckets.end(), [&](const Bucket& b) { return !s.complete(b); }));
+    if (incomplete > 0 && s.options.overlap_with_backward && s.options.warn_on_unused &&
+        !s.warned) {
       s.warned = true;
       spdlog::warn(
           "DDP: {} of {} gradient buckets were not complete at the end of backward: some "
           "parameters got no gradient. Results are correct, but those buckets did not overlap "
           "with backward; set ddp_find_unused_parameters if this is expected",
-          s.buckets.size() - s.next_launch, s.buckets.size());
+          incomplete, s.buckets.size());
     }
+    ReducerStats stats;
+    stats.buckets_launched_in_backward = s.next_launch;
+    // Exposed time counts only launching and waiting: averaging a bucket while the next one
+    // is still in flight is local work, not communication.
+    const auto launch_begin = Clock::now();
     while (s.next_launch < s.buckets.size()) s.launch(s.buckets[s.next_launch++]);
+    stats.exposed_seconds = seconds_between(launch_begin, Clock::now());
     const double world = static_cast<double>(s.group.world_size());
     at::NoGradGuard no_grad;
     for (auto& bucket : s.buckets) {
+      const auto wait_begin = Clock::now();
       bucket.work.wait();
+      const auto done = Clock::now();
+      stats.exposed_seconds += seconds_between(wait_begin, done);
+      stats.bucket_seconds.push_back(seconds_between(bucket.launched_at, done));
+      const at::Tensor& wire = bucket.staging.defined() ? bucket.staging : bucket.flat;
+      stats.bucket_bytes.push_back(static_cast<std::size_t>(wire.numel()) * wire.element_size());
       if (bucket.staging.defined()) {
         bucket.flat.copy_(bucket.staging);
         bucket.staging = at::Tensor();
       }
       bucket.flat.div_(world);
     }
+    s.stats = std::move(stats);
   }
   s.reset_counters();
   s.sync = false;
@@ -191,6 +221,14 @@ void GradientReducer::zero_grad() {
 
 std::size_t GradientReducer::num_buckets() const {
   return state_->buckets.size();
+}
+
+const ReducerStats& GradientReducer::last_stats() const {
+  return state_->stats;
+}
+
+std::size_t ReducerStats::total_bytes() const {
+  return std::accumulate(bucket_bytes.begin(), bucket_bytes.end(), std::size_t{0});
 }
 
 }  // namespace ctrainer

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -120,5 +121,43 @@ INSTANTIATE_TEST_SUITE_P(WorldSizeAndAccumulation, DDPStrategyE2E,
                                   std::to_string(info.param.accum) +
                                   (info.param.unused_parameter ? "_unused" : "");
                          });
+
+// DDPOptions::overlap_with_backward changes when each bucket's all-reduce starts, not what it
+// sums: training without overlap must end with bitwise the parameters of the overlapped run,
+// and the statistics must show that it really launched no bucket during backward.
+TEST(DDPStrategyOverlapE2E, OffGivesBitwiseTheParametersOfOn) {
+  std::map<bool, std::string> parameters;
+  for (const bool overlap : {true, false}) {
+    const fs::path dir =
+        fs::temp_directory_path() /
+        ("ctrainer_ddp_overlap_" + std::to_string(::getpid()) + (overlap ? "_on" : "_off"));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const int code = run(
+        {CTRAINER_RUN_BINARY, "--standalone", "--nproc-per-node", "2", CTRAINER_DDP_WORKER, "--out",
+         dir.string(), "--accum", "2", "--steps", "3", "--overlap", overlap ? "1" : "0"},
+        dir);
+    const std::string out = read_file(dir / "launcher.out");
+    const std::string err = read_file(dir / "launcher.err");
+    ASSERT_EQ(code, 0) << out << err;
+    parameters[overlap] = read_file(dir / "params.0.txt");
+    ASSERT_FALSE(parameters[overlap].empty()) << out << err;
+    EXPECT_EQ(read_file(dir / "params.1.txt"), parameters[overlap]) << "overlap " << overlap;
+
+    std::smatch stats;
+    ASSERT_TRUE(std::regex_search(
+        out, stats,
+        std::regex(
+            R"(last sync: (\d+) of (\d+) buckets launched in backward, (\d+) bytes reduced of (\d+))")))
+        << out;
+    const int launched = std::stoi(stats[1]), buckets = std::stoi(stats[2]);
+    EXPECT_GE(buckets, 2);
+    EXPECT_EQ(launched, overlap ? buckets : 0) << out;
+    EXPECT_EQ(stats[3].str(), stats[4].str()) << "every gradient byte is reduced once";
+    EXPECT_EQ((out + err).find("were not complete"), std::string::npos) << out << err;
+    fs::remove_all(dir);
+  }
+  EXPECT_EQ(parameters[false], parameters[true]);
+}
 
 }  // namespace

@@ -8,6 +8,9 @@
 //   --unused-parameter 1  (adds a parameter forward never uses: its bucket never completes
 //                          during backward and is reduced at its end)
 //   --bucket-cap-mb M / --first-bucket-mb M (small by default, so that there are several)
+//   --overlap 0  (DDPOptions::overlap_with_backward = false: buckets reduced after backward)
+// After the last step rank 0 prints what the last synchronising backward communicated
+// (DDPStrategy::last_stats) next to the size of the gradients.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -91,6 +94,8 @@ int main(int argc, char** argv) {
       ddp.bucket_cap_mb = std::stod(value);
     else if (flag == "--first-bucket-mb")
       ddp.first_bucket_mb = std::stod(value);
+    else if (flag == "--overlap")
+      ddp.overlap_with_backward = value != "0";
   }
   try {
     const auto info = ctrainer::ProcessInfo::from_environment();
@@ -129,6 +134,15 @@ int main(int argc, char** argv) {
       if (info.rank == 0)
         std::printf("step %lld: loss %.6f grad norm %.6f\n", static_cast<long long>(step),
                     mean.item<double>(), norm.item<double>());
+    }
+    if (info.rank == 0) {
+      const auto& stats = strategy.last_stats();
+      std::size_t gradient_bytes = 0;
+      for (const auto& p : model->parameters())
+        gradient_bytes += static_cast<std::size_t>(p.numel()) * p.element_size();
+      std::printf("last sync: %zu of %zu buckets launched in backward, %zu bytes reduced of %zu\n",
+                  stats.buckets_launched_in_backward, stats.bucket_bytes.size(),
+                  stats.total_bytes(), gradient_bytes);
     }
     write_parameters(*model, out_dir + "/params." + std::to_string(info.rank) + ".txt");
     std::printf("rank %lld of %lld: %zu buckets, done\n", static_cast<long long>(info.rank),

@@ -109,4 +109,30 @@ TEST_F(DDPStrategyTest, GradientsAreBucketViewsThatAccumulateAndMatchSingleDevic
   EXPECT_EQ(strategy.any_across_processes(at::zeros({1})).item<float>(), 0.f);
 }
 
+// last_stats() describes the last synchronising backward: the bytes of every bucket in launch
+// order and who launched them (the hooks with overlap, finalize() without).
+TEST_F(DDPStrategyTest, LastStatsDescribeTheLastSynchronisingBackward) {
+  for (const bool overlap : {true, false}) {
+    Stack model;
+    ctrainer::DDPOptions options;  // the four buckets of BucketsFollowTheCaps
+    options.first_bucket_mb = 40.0 / (1024 * 1024);
+    options.bucket_cap_mb = 330.0 / (1024 * 1024);
+    options.overlap_with_backward = overlap;
+    ctrainer::DDPStrategy strategy(*group, options);
+    EXPECT_TRUE(strategy.last_stats().bucket_bytes.empty());
+    strategy.setup(model, c10::Device(c10::kCPU));
+    strategy.backward(model.forward(batch).loss, /*sync=*/false);
+    EXPECT_TRUE(strategy.last_stats().bucket_bytes.empty()) << "no communication without sync";
+
+    strategy.backward(model.forward(batch).loss, /*sync=*/true);
+    const ctrainer::ReducerStats& stats = strategy.last_stats();
+    EXPECT_EQ(stats.bucket_bytes, (std::vector<std::size_t>{32, 288, 288, 256}));
+    EXPECT_EQ(stats.total_bytes(), 864u);  // 3 x (8x8 + 8) floats
+    EXPECT_EQ(stats.buckets_launched_in_backward, overlap ? 4u : 0u);
+    ASSERT_EQ(stats.bucket_seconds.size(), 4u);
+    for (double seconds : stats.bucket_seconds) EXPECT_GE(seconds, 0.0);
+    EXPECT_GE(stats.exposed_seconds, 0.0);
+  }
+}
+
 }  // namespace
