@@ -12,17 +12,17 @@ at::Tensor gather_in_dataset_order(Strategy& strategy, const at::Tensor& local,
   if (strategy.world_size() == 1) return local;
   std::vector<at::Tensor> parts = strategy.all_gather(local);
   const int64_t world = static_cast<int64_t>(parts.size());
-  int64_t defined = 0;
-  for (const auto& p : parts) defined += p.defined() ? 1 : 0;
-  if (defined == 0) return {};
-  if (defined != world)
-    throw std::runtime_error("evaluation: only " + std::to_string(defined) + " of " +
-                             std::to_string(world) +
-                             " ranks produced this output; every rank must run the same "
-                             "prediction_step");
+  const at::Tensor* first_defined = nullptr;
   for (const auto& p : parts)
-    if (p.dim() == 0)
-      throw std::runtime_error("evaluation: cannot gather a scalar output in dataset order");
+    if (p.defined() && first_defined == nullptr) first_defined = &p;
+  if (first_defined == nullptr) return {};
+  if (first_defined->dim() == 0)
+    throw std::runtime_error("evaluation: cannot gather a scalar output in dataset order");
+  // A rank without rows (a dataset smaller than the world) produced nothing: zero rows.
+  std::vector<int64_t> no_rows = first_defined->sizes().vec();
+  no_rows[0] = 0;
+  for (auto& p : parts)
+    if (!p.defined()) p = at::empty(no_rows, first_defined->options());
   // Shares of rows r, r + W, ...: the first ranks may hold one row more than the last ones.
   const int64_t rows = parts.front().size(0);
   for (int64_t r = 1; r < world; ++r) {

@@ -14,7 +14,8 @@ namespace ctrainer {
 /// Gathers `local` (this rank's rows, in its sampler's order) from every process and returns
 /// the rows of the whole dataset in dataset order: at most `dataset_size` rows (fewer when the
 /// sampler or the loader dropped a ragged tail). The first ranks may hold one row more than the
-/// others (uneven shares); anything else is an error naming the rank.
+/// others (uneven shares), and a rank without rows may return an undefined tensor; anything else
+/// is an error naming the rank.
 /// Rows of different width are padded with `padding_index` as concat_padded does. Undefined
 /// on every rank -> undefined. With one process, `local` is returned as it is.
 at::Tensor gather_in_dataset_order(Strategy& strategy, const at::Tensor& local,

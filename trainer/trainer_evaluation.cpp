@@ -49,16 +49,16 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
 
   EvalLoopOutput out;
   // With several processes each rank evaluated its share; metrics see the whole dataset, in
-  // order, each example once (the sampler's padding duplicates dropped), on every rank.
+  // order, each example once, on every rank.
   const int64_t dataset_size = loader.dataset().size();
   out.predictions = gather_in_dataset_order(*strategy_, concat_padded(host_preds), dataset_size);
   out.label_ids = gather_in_dataset_order(*strategy_, concat_padded(host_labels), dataset_size);
   const at::Tensor example_losses = gather_in_dataset_order(
       *strategy_, host_losses.empty() ? at::Tensor() : at::cat(host_losses), dataset_size);
-  out.num_samples = strategy_->world_size() == 1 ? loader.sampler().size()
-                    : example_losses.defined()   ? example_losses.size(0)
-                    : out.predictions.defined()  ? out.predictions.size(0)
-                                                 : dataset_size;
+  // Examples evaluated by all ranks: the whole dataset, unless drop_last cut equal shares.
+  const int64_t world = strategy_->world_size();
+  out.num_samples =
+      world == 1 || args_.dataloader_drop_last ? loader.sampler().size() * world : dataset_size;
   if (components_.compute_metrics && out.predictions.defined() && out.label_ids.defined())
     out.metrics = components_.compute_metrics(EvalPrediction{out.predictions, out.label_ids});
   if (example_losses.defined()) out.metrics["loss"] = example_losses.mean().item<double>();

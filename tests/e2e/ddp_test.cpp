@@ -17,37 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "support/parameter_text.h"
 #include "support/process.h"
 
 namespace {
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ctrainer::testing::parse_parameters;
+using ctrainer::testing::read_text_file;
 
 /// Runs `argv` with stdout and stderr in files under `dir`; returns the exit code (or 128 +
 /// signal).
 int run(const std::vector<std::string>& argv, const fs::path& dir) {
   return ctrainer::testing::wait_for(
       ctrainer::testing::spawn_process(argv, dir / "launcher.out", dir / "launcher.err"));
-}
-
-/// name -> values of a worker's parameter file (hex floats).
-std::map<std::string, std::vector<double>> parse_parameters(const std::string& text) {
-  std::map<std::string, std::vector<double>> parameters;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string name, value;
-    fields >> name;
-    auto& values = parameters[name];
-    while (fields >> value) values.push_back(std::strtod(value.c_str(), nullptr));
-  }
-  return parameters;
 }
 
 struct Case {
@@ -70,18 +52,18 @@ TEST_P(DDPStrategyE2E, RanksAgreeBitwiseAndMatchTheSingleProcessRun) {
            CTRAINER_DDP_WORKER, "--out", dir.string(), "--accum", std::to_string(accum), "--steps",
            "3", "--unused-parameter", unused_parameter ? "1" : "0"},
           dir);
-  const std::string out = read_file(dir / "launcher.out");
-  const std::string err = read_file(dir / "launcher.err");
+  const std::string out = read_text_file(dir / "launcher.out");
+  const std::string err = read_text_file(dir / "launcher.err");
   ASSERT_EQ(code, 0) << out << err;
 
-  const std::string rank0 = read_file(dir / "params.0.txt");
+  const std::string rank0 = read_text_file(dir / "params.0.txt");
   ASSERT_FALSE(rank0.empty()) << out << err;
   for (int rank = 1; rank < nproc; ++rank)
-    EXPECT_EQ(read_file(dir / ("params." + std::to_string(rank) + ".txt")), rank0)
+    EXPECT_EQ(read_text_file(dir / ("params." + std::to_string(rank) + ".txt")), rank0)
         << "rank " << rank << " differs from rank 0";
 
   const auto trained = parse_parameters(rank0);
-  const auto reference = parse_parameters(read_file(dir / "reference.txt"));
+  const auto reference = parse_parameters(read_text_file(dir / "reference.txt"));
   ASSERT_EQ(trained.size(), reference.size());
   ASSERT_GE(trained.size(), 6u);
   double max_diff = 0;
@@ -137,12 +119,12 @@ TEST(DDPStrategyOverlapE2E, OffGivesBitwiseTheParametersOfOn) {
         {CTRAINER_RUN_BINARY, "--standalone", "--nproc-per-node", "2", CTRAINER_DDP_WORKER, "--out",
          dir.string(), "--accum", "2", "--steps", "3", "--overlap", overlap ? "1" : "0"},
         dir);
-    const std::string out = read_file(dir / "launcher.out");
-    const std::string err = read_file(dir / "launcher.err");
+    const std::string out = read_text_file(dir / "launcher.out");
+    const std::string err = read_text_file(dir / "launcher.err");
     ASSERT_EQ(code, 0) << out << err;
-    parameters[overlap] = read_file(dir / "params.0.txt");
+    parameters[overlap] = read_text_file(dir / "params.0.txt");
     ASSERT_FALSE(parameters[overlap].empty()) << out << err;
-    EXPECT_EQ(read_file(dir / "params.1.txt"), parameters[overlap]) << "overlap " << overlap;
+    EXPECT_EQ(read_text_file(dir / "params.1.txt"), parameters[overlap]) << "overlap " << overlap;
 
     std::smatch stats;
     ASSERT_TRUE(std::regex_search(

@@ -23,6 +23,8 @@
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/optim/grad_clip.h>
 
+#include "support/parameter_dump.h"
+
 namespace {
 
 constexpr int64_t kGlobalBatch = 12;
@@ -53,20 +55,6 @@ std::shared_ptr<TestModel> make_model(uint64_t seed, bool unused_parameter) {
 
 torch::optim::SGD make_optimizer(ctrainer::Model& model) {
   return torch::optim::SGD(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-}
-
-void write_parameters(ctrainer::Model& model, const std::string& path) {
-  std::ofstream out(path);
-  for (const auto& item : model.named_parameters()) {
-    const at::Tensor values = item.value().detach().to(at::kFloat).contiguous().view(-1);
-    out << item.key();
-    char text[64];
-    for (int64_t i = 0; i < values.numel(); ++i) {
-      std::snprintf(text, sizeof text, " %a", static_cast<double>(values[i].item<float>()));
-      out << text;
-    }
-    out << '\n';
-  }
 }
 
 }  // namespace
@@ -144,7 +132,8 @@ int main(int argc, char** argv) {
                   stats.buckets_launched_in_backward, stats.bucket_bytes.size(),
                   stats.total_bytes(), gradient_bytes);
     }
-    write_parameters(*model, out_dir + "/params." + std::to_string(info.rank) + ".txt");
+    ctrainer::testing::write_parameters(*model,
+                                        out_dir + "/params." + std::to_string(info.rank) + ".txt");
     std::printf("rank %lld of %lld: %zu buckets, done\n", static_cast<long long>(info.rank),
                 static_cast<long long>(world), strategy.num_buckets());
 
@@ -159,7 +148,7 @@ int main(int argc, char** argv) {
         reference_optimizer.step();
         for (auto& p : reference->parameters()) p.mutable_grad() = at::Tensor();
       }
-      write_parameters(*reference, out_dir + "/reference.txt");
+      ctrainer::testing::write_parameters(*reference, out_dir + "/reference.txt");
     }
     group.shutdown();
     return 0;

@@ -86,9 +86,14 @@ TEST(EvalGather, OneProcessAndMissingOutputs) {
   EXPECT_TRUE(gather_in_dataset_order(one, local, 5).is_same(local));  // untouched
   FixedGatherStrategy none({at::Tensor(), at::Tensor()});
   EXPECT_FALSE(gather_in_dataset_order(none, at::Tensor(), 4).defined());
+  // One row over two ranks: rank 1 had nothing to evaluate and produced nothing.
+  const at::Tensor row = at::tensor({4.f, 2.f}).reshape({1, 2});
+  FixedGatherStrategy one_row({row, at::Tensor()});
+  EXPECT_TRUE(at::equal(gather_in_dataset_order(one_row, row, 1), row));
+  // Nothing from a rank that should have had rows is an error.
   FixedGatherStrategy half({local, at::Tensor()});
   expect_failure([&] { gather_in_dataset_order(half, local, 9); },
-                 "only 1 of 2 ranks produced this output");
+                 "rank 1 produced 0 rows after rank 0's 5");
 }
 
 TEST(EvalGather, SharesThatAreNotTheSamplersAreAnError) {
