@@ -211,6 +211,22 @@ INSTANTIATE_TEST_SUITE_P(WorldSizeAndAccumulation, TrainerDDPEquivalence,
                                   std::to_string(info.param.accum);
                          });
 
+TEST(TrainerDDP, AnEvaluationSetSmallerThanTheWorldIsGatheredToo) {
+  // 2 examples over 3 ranks: rank 2 evaluates nothing.
+  const fs::path dir = scratch("tiny_eval");
+  const JobResult run = launch(dir, 3,
+                               worker_args(dir, {"--per_device_train_batch_size", "4",
+                                                 "--max_steps", "1", "--num_eval_examples", "2"}));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (int rank = 0; rank < 3; ++rank) {
+    const auto got = read_json(dir / "dump" / ("eval." + std::to_string(rank) + ".json"));
+    ASSERT_FALSE(got.is_null()) << run.output;
+    EXPECT_EQ(got["labels"], nlohmann::json::array({0, 1})) << "rank " << rank;  // dataset order
+    EXPECT_EQ(got["predictions"].size(), 2u);
+  }
+  fs::remove_all(dir);
+}
+
 // ---- restart after a killed worker ----------------------------------------------------------
 
 TEST(TrainerDDP, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
