@@ -41,6 +41,7 @@
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 
+#include "bench_models.h"
 #include "bench_report.h"
 
 extern char** environ;
@@ -89,12 +90,7 @@ const std::vector<DdpMode>& ddp_modes() {
 /// batch 16 at sequence length 128 makes a 1-thread step take about 0.7 s on this machine.
 Shape shape(bool quick) {
   Shape s;
-  s.config.vocab_size = 30522;
-  s.config.hidden_size = quick ? 64 : 256;
-  s.config.num_hidden_layers = quick ? 1 : 4;
-  s.config.num_attention_heads = 4;
-  s.config.intermediate_size = quick ? 128 : 1024;
-  s.config.set_num_labels(2);
+  s.config = bert_mini_config(quick);
   s.seq = quick ? 32 : 128;
   s.batch = quick ? 4 : 16;
   s.warmup_steps = quick ? 1 : 2;

@@ -21,6 +21,7 @@
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/trainer/trainer.h>
 
+#include "bench_models.h"
 #include "bench_report.h"
 
 extern char** environ;
@@ -47,12 +48,7 @@ struct Shape {
 /// batch 32.
 Shape shape(bool quick) {
   Shape s;
-  s.config.vocab_size = 30522;
-  s.config.hidden_size = quick ? 64 : 256;
-  s.config.num_hidden_layers = quick ? 1 : 4;
-  s.config.num_attention_heads = 4;
-  s.config.intermediate_size = quick ? 128 : 1024;
-  s.config.set_num_labels(2);
+  s.config = bert_mini_config(quick);
   s.seq = quick ? 32 : 128;
   s.batch = quick ? 8 : 32;
   s.warmup_steps = 2;
