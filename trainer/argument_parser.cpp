@@ -190,8 +190,8 @@ void ArgumentParser::add_option(const std::string& name, std::vector<std::string
 
 void ArgumentParser::add_option(const std::string& name, std::optional<int64_t>* target,
                                 const std::string& help) {
-  add_app_option(make_spec<std::optional<int64_t>>(
-      name, help, PointerAccess<std::optional<int64_t>>{target}));
+  add_app_option(
+      make_spec<std::optional<int64_t>>(name, help, PointerAccess<std::optional<int64_t>>{target}));
 }
 
 /// Looks up a flag by canonical name or alias.
@@ -456,6 +456,18 @@ TrainingArguments parse_args_or_exit(ArgumentParser& parser, int argc, char** ar
     std::exit(2);
   }
   return args;
+}
+
+int run_reporting_errors(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const ArgumentError& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
 }
 
 }  // namespace ctrainer

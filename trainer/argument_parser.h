@@ -79,8 +79,7 @@ class ArgumentParser {
   void add_option(const std::string& name, std::vector<std::string>* target,
                   const std::string& help);
   /// An optional integer: unset by default (shown as None), reset by `None` or JSON null.
-  void add_option(const std::string& name, std::optional<int64_t>* target,
-                  const std::string& help);
+  void add_option(const std::string& name, std::optional<int64_t>* target, const std::string& help);
 
   /// Parses argv (argv[0] is the program) into `args`, starting from its current values:
   /// JSON config files first (`--config FILE` or one positional `FILE.json`, in command-line
@@ -107,5 +106,10 @@ class ArgumentParser {
 /// For main(): parses and validates. On --help prints the help to stdout and exits with 0; on
 /// ArgumentError prints "error: <message>" to stderr and exits with 2.
 TrainingArguments parse_args_or_exit(ArgumentParser& parser, int argc, char** argv);
+
+/// For main(): runs `body` and returns its exit code; an ArgumentError (bad input) is printed as
+/// "error: <message>" to stderr and gives 2, any other exception gives 1, as the examples
+/// document.
+int run_reporting_errors(const std::function<int()>& body);
 
 }  // namespace ctrainer

@@ -159,13 +159,5 @@ int main(int argc, char** argv) {
       "A Trainer subclass with a class-weighted loss and a CSV metrics callback, on GLUE MRPC.");
   options.register_flags(parser);
   ctrainer::TrainingArguments args = ctrainer::parse_args_or_exit(parser, argc, argv);
-  try {
-    return run(args, options);
-  } catch (const ctrainer::ArgumentError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  return ctrainer::run_reporting_errors([&] { return run(args, options); });
 }

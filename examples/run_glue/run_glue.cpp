@@ -153,14 +153,8 @@ int main(int argc, char** argv) {
       "Fine-tune or train a BERT sequence classifier on a GLUE task (HF run_glue.py flags).");
   glue_args.register_flags(parser);
   ctrainer::TrainingArguments args = ctrainer::parse_args_or_exit(parser, argc, argv);
-  try {
+  return ctrainer::run_reporting_errors([&] {
     glue_args.validate(args);
     return run_glue::run(args, glue_args);
-  } catch (const ctrainer::ArgumentError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

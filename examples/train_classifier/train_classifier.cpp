@@ -121,14 +121,8 @@ int main(int argc, char** argv) {
       "Train an MLP classifier on generated spirals with ctrainer's Trainer.");
   options.register_flags(parser);
   ctrainer::TrainingArguments args = ctrainer::parse_args_or_exit(parser, argc, argv);
-  try {
+  return ctrainer::run_reporting_errors([&] {
     options.validate();
     return run(args, options);
-  } catch (const ctrainer::ArgumentError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -210,6 +210,15 @@ TEST(ArgumentParserTest, NoComplementOfBoolsThatDefaultToTrue) {
   EXPECT_NE(parse_error({"--no_do_train"}).find("unknown flag --no_do_train"), std::string::npos);
 }
 
+TEST(ArgumentParserTest, RunReportingErrorsMapsExceptionsToExitCodes) {
+  EXPECT_EQ(run_reporting_errors([] { return 0; }), 0);
+  EXPECT_EQ(run_reporting_errors([] { return 5; }), 5);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_reporting_errors([]() -> int { throw ArgumentError("--x is bad"); }), 2);
+  EXPECT_EQ(run_reporting_errors([]() -> int { throw std::runtime_error("disk full"); }), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "error: --x is bad\nerror: disk full\n");
+}
+
 TEST(ArgumentParserTest, Aliases) {
   const TrainingArguments a = parse_ok({"--evaluation_strategy", "epoch", "--no_cuda"});
   EXPECT_EQ(a.eval_strategy, "epoch");
