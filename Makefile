@@ -1,30 +1,39 @@
-# ctrainer developer entry points. Everything installs its own Debian dependencies first.
+# ctrainer developer entry points. Each installs what it needs first (scripts/install-deps.sh:
+# Debian packages, and the pinned torch wheel in a Python environment outside the clone).
 #   make demo    train a small BERT on the bundled GLUE SST-2 and print its dev metrics (main job)
-#   make test    install deps if needed, configure, build, run the whole ctest suite
+#   make test    install deps (+ the tests' Python references), configure, build, run all of ctest
 #   make bench   run ctrainer-bench trainer_overhead
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
+# Every CUDA path is compiled and linked (against the machine's CUDA toolkit) even without a GPU.
+WITH_CUDA ?= ON
 CMAKE_FLAGS ?=
+# The Python environment holding the torch wheel (only the build and the tests use Python).
+VENV := $(shell bash scripts/install-deps.sh --print-venv)
 # ccache and the shared precompiled header only cooperate with these settings.
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 # Paths relative to the checkout, so a fresh clone (CI) reuses the cache of an earlier one.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps configure build test demo bench install clean
+.PHONY: all deps test-deps configure build test demo bench install clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
+test-deps:
+	@bash scripts/install-deps.sh --tests
+
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) > /dev/null
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DCTRAINER_PYTHON=$(VENV)/bin/python -DCTRAINER_WITH_CUDA=$(WITH_CUDA) $(CMAKE_FLAGS) > /dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+test: test-deps build
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure
 
 demo: build

@@ -1,6 +1,7 @@
 # Install rules and the CMake package config: consumers use find_package(ctrainer) and link
-# ctrainer::ctrainer.
-include(GNUInstallDirs)
+# ctrainer::ctrainer. The installed programs carry their own copy of libtorch and of the CUDA
+# libraries it loads (CTRAINER_INSTALL_TORCH_RUNTIME, see CMAKE_INSTALL_RPATH in the top-level
+# CMakeLists.txt), so they run without the Python environment the build took libtorch from.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS ctrainer EXPORT ctrainerTargets
@@ -21,3 +22,16 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/ctrainerConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/ctrainerConfig.cmake ${PROJECT_BINARY_DIR}/ctrainerConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/FindUtf8proc.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ctrainer)
+
+if(CTRAINER_INSTALL_TORCH_RUNTIME)
+  get_filename_component(_site "${TORCH_INSTALL_PREFIX}/.." ABSOLUTE)
+  file(GLOB _roots "${CTRAINER_TORCH_LIBRARY_DIR}/*.so*")
+  list(FILTER _roots EXCLUDE REGEX "/libtorch_python\\.so$")  # the Python extension module
+  file(GLOB _dlopened "${_site}/nvidia/cudnn/lib/*.so*" "${_site}/nvidia/cu13/lib/libnvrtc-builtins*.so*")
+  list(APPEND _roots ${_dlopened})
+  install(CODE "
+    set(_ctrainer_site \"${_site}\")
+    set(_ctrainer_roots \"${_roots}\")
+    set(_ctrainer_runtime \"\${CMAKE_INSTALL_PREFIX}/${CTRAINER_INSTALL_RUNTIME_DIR}\")")
+  install(SCRIPT "${PROJECT_SOURCE_DIR}/cmake/CtrainerInstallRuntime.cmake")
+endif()

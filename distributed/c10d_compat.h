@@ -1,11 +1,12 @@
 #pragma once
-/// \file The libtorch 1.13 vs 2.x differences of c10d, included only by distributed/ sources
-/// that talk to c10d. It lives here rather than in trainer/torch_compat.h because it must pull in
-/// the c10d headers, which the rest of the library should not compile.
+/// \file The c10d headers, included only by the distributed/ sources that talk to c10d (they pull
+/// in Gloo's and NCCL's declarations, which the rest of the library should not compile).
 ///
-/// Everything else ctrainer calls (TCPStore(host, TCPStoreOptions), ProcessGroupGloo::Options::
-/// create(timeout), createDefaultDevice / createDeviceForInterface, allreduce / broadcast /
-/// barrier, Work::wait(timeout)) has the same spelling in 1.13 and 2.x.
+/// ProcessGroupGloo.hpp includes five gloo headers (gloo/context.h, ...) that the torch wheel
+/// does not ship; they come from Debian's libgloo-dev as declarations only: the Gloo code that
+/// runs is the copy compiled into libtorch_cpu (Debian's libgloo is never linked), and ctrainer
+/// only passes gloo objects back to it through shared_ptr, so no gloo layout is compiled here.
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if defined(CTRAINER_WITH_CUDA) && defined(USE_C10D_NCCL)
@@ -13,16 +14,9 @@
 #define CTRAINER_HAS_NCCL 1
 #endif
 
-#include <ctrainer/trainer/torch_compat.h>
-
 namespace ctrainer::compat {
 
-/// The common base of ProcessGroupGloo and ProcessGroupNCCL: c10d::ProcessGroup in 1.13,
-/// c10d::Backend since 2.0 (where ProcessGroup became a dispatcher over backends).
-#if CTRAINER_TORCH_AT_LEAST(2, 0)
+/// The common base of ProcessGroupGloo and ProcessGroupNCCL.
 using CollectiveBackend = c10d::Backend;
-#else
-using CollectiveBackend = c10d::ProcessGroup;
-#endif
 
 }  // namespace ctrainer::compat

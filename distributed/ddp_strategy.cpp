@@ -13,18 +13,13 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-/// Gloo cannot reduce or broadcast bf16 (libtorch-compat row 4c): such tensors travel as fp32.
-at::ScalarType wire_dtype(const at::Tensor& t) {
-  return t.scalar_type() == at::kBFloat16 ? at::kFloat : t.scalar_type();
-}
-
-/// Rank 0's values of `tensor`, in place on every rank.
+/// Rank 0's values of `tensor`, in place on every rank (collectives need contiguous memory).
 void broadcast_in_place(ProcessGroup& group, at::Tensor tensor) {
-  if (tensor.is_contiguous() && wire_dtype(tensor) == tensor.scalar_type()) {
+  if (tensor.is_contiguous()) {
     group.broadcast(tensor, 0);
     return;
   }
-  at::Tensor wire = tensor.to(wire_dtype(tensor)).contiguous();
+  at::Tensor wire = tensor.contiguous();
   group.broadcast(wire, 0);
   tensor.copy_(wire);
 }
@@ -80,16 +75,15 @@ void DDPStrategy::zero_grad(Model& /*model*/) {
 }
 
 at::Tensor DDPStrategy::mean_across_processes(const at::Tensor& value) {
-  at::Tensor sum = value.detach().to(wire_dtype(value)).clone();
-  group_.all_reduce_sum(sum);
-  return sum.div_(static_cast<double>(group_.world_size())).to(value.scalar_type());
+  at::Tensor mean = value.detach().contiguous().clone();
+  group_.all_reduce(mean, Reduction::kAverage);
+  return mean;
 }
 
 at::Tensor DDPStrategy::any_across_processes(const at::Tensor& flag) {
-  // SUM then > 0 (Gloo has MAX too, but the wrapper exposes one reduction).
-  at::Tensor count = flag.detach().ne(0).to(at::kFloat);
-  group_.all_reduce_sum(count);
-  return count.gt(0).to(flag.scalar_type());
+  at::Tensor any = flag.detach().ne(0).to(at::kFloat);
+  group_.all_reduce(any, Reduction::kMax);
+  return any.to(flag.scalar_type());
 }
 
 std::vector<at::Tensor> DDPStrategy::all_gather(const at::Tensor& tensor) {

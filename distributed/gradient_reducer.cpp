@@ -13,6 +13,8 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <ctrainer/trainer/torch_compat.h>
+
 namespace ctrainer {
 
 namespace {
@@ -24,8 +26,7 @@ double seconds_between(Clock::time_point begin, Clock::time_point end) {
 }
 
 struct Bucket {
-  at::Tensor flat;     ///< the gradients of `parameters`, back to back
-  at::Tensor staging;  ///< fp32 copy all-reduced instead of a bf16 `flat` on Gloo (row 4c)
+  at::Tensor flat;  ///< the gradients of `parameters`, back to back
   std::vector<std::size_t> parameters;
   std::size_t ready = 0;  ///< gradients accumulated in the current backward
   PendingCollective work;
@@ -41,7 +42,7 @@ struct GradientReducer::State {
   std::vector<Bucket> buckets;
   /// The accumulators are only weakly referenced by their parameters; torch's Reducer keeps
   /// them alive too, otherwise a new accumulator (without our hook) could be created.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  std::vector<compat::AutogradNodeHandle> accumulators;
   GradientReducerOptions options;
   bool warned = false;
   bool sync = false;
@@ -72,12 +73,8 @@ struct GradientReducer::State {
 
   void launch(Bucket& bucket) {
     bucket.launched_at = Clock::now();
-    if (bucket.flat.scalar_type() == at::kBFloat16 && group.backend() == "gloo") {
-      bucket.staging = bucket.flat.to(at::kFloat);
-      bucket.work = group.all_reduce_sum_async(bucket.staging);
-    } else {
-      bucket.work = group.all_reduce_sum_async(bucket.flat);
-    }
+    // The average over ranks arrives in place: c10d's AVG (sum, then / world size).
+    bucket.work = group.all_reduce_async(bucket.flat, Reduction::kAverage);
   }
 
   void reset_counters() {
@@ -187,26 +184,18 @@ void GradientReducer::finalize() {
     }
     ReducerStats stats;
     stats.buckets_launched_in_backward = s.next_launch;
-    // Exposed time counts only launching and waiting: averaging a bucket while the next one
-    // is still in flight is local work, not communication.
+    // Exposed time counts only launching and waiting.
     const auto launch_begin = Clock::now();
     while (s.next_launch < s.buckets.size()) s.launch(s.buckets[s.next_launch++]);
     stats.exposed_seconds = seconds_between(launch_begin, Clock::now());
-    const double world = static_cast<double>(s.group.world_size());
-    at::NoGradGuard no_grad;
     for (auto& bucket : s.buckets) {
       const auto wait_begin = Clock::now();
       bucket.work.wait();
       const auto done = Clock::now();
       stats.exposed_seconds += seconds_between(wait_begin, done);
       stats.bucket_seconds.push_back(seconds_between(bucket.launched_at, done));
-      const at::Tensor& wire = bucket.staging.defined() ? bucket.staging : bucket.flat;
-      stats.bucket_bytes.push_back(static_cast<std::size_t>(wire.numel()) * wire.element_size());
-      if (bucket.staging.defined()) {
-        bucket.flat.copy_(bucket.staging);
-        bucket.staging = at::Tensor();
-      }
-      bucket.flat.div_(world);
+      stats.bucket_bytes.push_back(static_cast<std::size_t>(bucket.flat.numel()) *
+                                   bucket.flat.element_size());
     }
     s.stats = std::move(stats);
   }

@@ -25,8 +25,7 @@ struct GradientReducerOptions {
 /// What the last synchronising backward communicated and how long finalize() was blocked by
 /// it (DDPStrategy::last_stats). Measured always: a few clock reads per bucket.
 struct ReducerStats {
-  /// Bytes all-reduced per bucket, in bucket (launch) order; bf16 buckets count their fp32
-  /// staging copy on Gloo, which is what travels.
+  /// Bytes all-reduced per bucket, in bucket (launch) order.
   std::vector<std::size_t> bucket_bytes;
   /// Per bucket: seconds from its launch until finalize() saw its wait() return. Buckets
   /// complete in the background, so for a bucket launched early in backward this is an upper

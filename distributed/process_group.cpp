@@ -224,20 +224,34 @@ void ProcessGroup::barrier() {
   state_->wait("barrier", state_->backend->barrier());
 }
 
-void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
-  if (!state_->backend) throw DistributedError("all-reduce on a process group that was shut down");
-  std::vector<at::Tensor> tensors{tensor};
+namespace {
+
+c10d::AllreduceOptions all_reduce_options(Reduction reduction) {
   c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::SUM;
-  state_->wait("all-reduce", state_->backend->allreduce(tensors, options));
+  switch (reduction) {
+    case Reduction::kSum:
+      options.reduceOp = c10d::ReduceOp::SUM;
+      break;
+    case Reduction::kAverage:
+      options.reduceOp = c10d::ReduceOp::AVG;
+      break;
+    case Reduction::kMax:
+      options.reduceOp = c10d::ReduceOp::MAX;
+      break;
+  }
+  return options;
 }
 
-PendingCollective ProcessGroup::all_reduce_sum_async(at::Tensor& tensor) {
+}  // namespace
+
+void ProcessGroup::all_reduce(at::Tensor& tensor, Reduction reduction) {
+  all_reduce_async(tensor, reduction).wait();
+}
+
+PendingCollective ProcessGroup::all_reduce_async(at::Tensor& tensor, Reduction reduction) {
   if (!state_->backend) throw DistributedError("all-reduce on a process group that was shut down");
   std::vector<at::Tensor> tensors{tensor};
-  c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::SUM;
-  auto work = state_->backend->allreduce(tensors, options);
+  auto work = state_->backend->allreduce(tensors, all_reduce_options(reduction));
   State* state = state_.get();
   return PendingCollective([state, work = std::move(work)] { state->wait("all-reduce", work); });
 }

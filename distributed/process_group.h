@@ -30,7 +30,14 @@ class DistributedError : public std::runtime_error {
 /// without CUDA.
 std::string resolve_backend(const std::optional<std::string>& requested, const c10::Device& device);
 
-/// A collective launched asynchronously (ProcessGroup::all_reduce_sum_async). The tensor it
+/// How all_reduce combines the ranks' tensors.
+enum class Reduction {
+  kSum,
+  kAverage,  ///< the sum divided by the world size (c10d's AVG: bitwise the same as sum, then /N)
+  kMax,
+};
+
+/// A collective launched asynchronously (ProcessGroup::all_reduce_async). The tensor it
 /// works on must stay alive and untouched until wait() returned.
 class PendingCollective {
  public:
@@ -74,12 +81,13 @@ class ProcessGroup {
 
   /// Blocks until every rank arrives. Throws DistributedError on timeout or a lost peer.
   void barrier();
-  /// In-place sum of `tensor` over all ranks (same shape and dtype everywhere).
-  void all_reduce_sum(at::Tensor& tensor);
-  /// Launches an in-place sum of `tensor` over all ranks and returns without waiting, so that
-  /// communication overlaps the rest of the backward pass (DDPStrategy). Every rank must launch
-  /// its collectives in the same order. Not for bf16 on Gloo (libtorch-compat row 4c).
-  PendingCollective all_reduce_sum_async(at::Tensor& tensor);
+  /// In-place reduction of `tensor` over all ranks (same shape and dtype everywhere; fp32, fp64,
+  /// fp16, bf16 and integers on Gloo and NCCL).
+  void all_reduce(at::Tensor& tensor, Reduction reduction = Reduction::kSum);
+  /// Launches an in-place reduction of `tensor` over all ranks and returns without waiting, so
+  /// that communication overlaps the rest of the backward pass (DDPStrategy). Every rank must
+  /// launch its collectives in the same order.
+  PendingCollective all_reduce_async(at::Tensor& tensor, Reduction reduction = Reduction::kSum);
   /// In-place copy of rank `root`'s `tensor` to every rank.
   void broadcast(at::Tensor& tensor, int64_t root = 0);
   /// Every rank's `tensor`, indexed by rank (same shape and dtype on every rank; see

@@ -56,11 +56,8 @@ std::vector<at::Tensor> all_gather_variable(ProcessGroup& group, const at::Tenso
   const auto dtype = static_cast<at::ScalarType>(
       headers[static_cast<size_t>(first_defined)].accessor<int64_t, 1>()[1]);
   const at::Device device = tensor.defined() ? tensor.device() : at::Device(at::kCPU);
-  // Gloo cannot move bf16 in libtorch 1.13 (libtorch-compat row 4c): it travels as fp32, which
-  // holds every bf16 value exactly.
-  const at::ScalarType wire = dtype == at::kBFloat16 ? at::kFloat : dtype;
   // Pad this rank's tensor to the largest shape (zeros; cut off again below).
-  at::Tensor padded = at::zeros(max_sizes, at::TensorOptions().dtype(wire).device(device));
+  at::Tensor padded = at::zeros(max_sizes, at::TensorOptions().dtype(dtype).device(device));
   if (tensor.defined() && tensor.numel() > 0) {
     at::Tensor region = padded;
     for (int64_t d = 0; d < tensor.dim(); ++d) region = region.narrow(d, 0, tensor.size(d));
@@ -72,7 +69,7 @@ std::vector<at::Tensor> all_gather_variable(ProcessGroup& group, const at::Tenso
     if (h[0] == 0) continue;
     at::Tensor part = gathered[r];
     for (int64_t d = 0; d < h[2]; ++d) part = part.narrow(d, 0, h[3 + d]);
-    out[r] = part.to(dtype).contiguous();
+    out[r] = part.contiguous();
   }
   return out;
 }

@@ -179,10 +179,10 @@ json time_raw_all_reduce(ProcessGroup& group, const std::vector<std::size_t>& bu
   }
   at::Tensor flat = at::ones({total});
   json out;
-  out["flat_seconds"] = time_collective(group, s, [&] { group.all_reduce_sum(flat); });
+  out["flat_seconds"] = time_collective(group, s, [&] { group.all_reduce(flat); });
   out["split_seconds"] = time_collective(group, s, [&] {
     std::vector<PendingCollective> pending;
-    for (auto& bucket : buckets) pending.push_back(group.all_reduce_sum_async(bucket));
+    for (auto& bucket : buckets) pending.push_back(group.all_reduce_async(bucket));
     for (auto& work : pending) work.wait();
   });
   // The same, but each bucket averaged as soon as it arrived, as GradientReducer::finalize
@@ -190,7 +190,7 @@ json time_raw_all_reduce(ProcessGroup& group, const std::vector<std::size_t>& bu
   const double world = static_cast<double>(group.world_size());
   out["split_average_seconds"] = time_collective(group, s, [&] {
     std::vector<PendingCollective> pending;
-    for (auto& bucket : buckets) pending.push_back(group.all_reduce_sum_async(bucket));
+    for (auto& bucket : buckets) pending.push_back(group.all_reduce_async(bucket));
     for (std::size_t b = 0; b < buckets.size(); ++b) {
       pending[b].wait();
       buckets[b].div_(world);

@@ -1,6 +1,8 @@
 #include <ctrainer/models/bert/bert_attention.h>
 
-#include <ctrainer/trainer/torch_compat.h>
+#include <optional>
+
+#include <ATen/ops/scaled_dot_product_attention.h>
 
 namespace ctrainer {
 
@@ -17,9 +19,13 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Te
   auto heads = [&](const at::Tensor& x) {
     return x.view({batch, length, num_heads_, width / num_heads_}).permute({0, 2, 1, 3});
   };
-  at::Tensor context = compat::scaled_dot_product_attention(
+  // HF BertSdpaSelfAttention: softmax(q k^T / sqrt(head_dim) + mask) v, dropout on the
+  // probabilities only in training; torch picks a fused kernel where one applies.
+  std::optional<at::Tensor> additive_mask;
+  if (mask.defined()) additive_mask = mask;
+  at::Tensor context = at::scaled_dot_product_attention(
       heads(query->forward(hidden)), heads(key->forward(hidden)), heads(value->forward(hidden)),
-      mask, dropout_prob_, is_training());
+      additive_mask, is_training() ? dropout_prob_ : 0.0, /*is_causal=*/false);
   return context.permute({0, 2, 1, 3}).reshape({batch, length, width});
 }
 

@@ -10,8 +10,8 @@
 
 namespace ctrainer {
 
-/// Scaled dot-product attention over all heads, through compat::scaled_dot_product_attention
-/// (the fused op on libtorch 2.x), with dropout attention_probs_dropout_prob on the weights.
+/// Scaled dot-product attention over all heads (at::scaled_dot_product_attention, fused kernels
+/// where they apply), with dropout attention_probs_dropout_prob on the weights in training.
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit BertSelfAttentionImpl(const BertConfig& config);

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     const double w = static_cast<double>(info.world_size);
 
     at::Tensor sum = at::tensor({r + 1, 10 * (r + 1)}, at::kDouble);
-    group.all_reduce_sum(sum);
+    group.all_reduce(sum);
     const double expected = w * (w + 1) / 2;  // 1 + 2 + ... + W
     // The last rank broadcasts its own rank.
     at::Tensor value = at::full({3}, info.rank == info.world_size - 1 ? r : -1.0, at::kDouble);

@@ -213,7 +213,7 @@ TEST(ProcessGroup, SingleRankGroupWorksWithoutPeers) {
   options.timeout = std::chrono::seconds(30);
   ProcessGroup group(info, options);
   at::Tensor t = at::tensor({1.5, -2.0}, at::kDouble);
-  group.all_reduce_sum(t);
+  group.all_reduce(t);
   group.broadcast(t, 0);
   group.barrier();
   EXPECT_EQ(t[0].item<double>(), 1.5);

@@ -36,16 +36,17 @@ Precision::Precision(PrecisionOptions options, const c10::Device& device)
   if (!cpu && !device.is_cuda())
     throw ArgumentError("mixed precision: unsupported device " + device.str() +
                         " (CPU and CUDA only)");
-  // libtorch 1.13's CPU autocast casts to bfloat16 only and its CPU kernels have no float16
-  // matmul ("addmm_impl_cpu_" not implemented for 'Half', measured), so fp16 stays on CUDA.
+  // float16 mixed precision is a GPU recipe: on the CPU, bfloat16 has fp32's range (no loss
+  // scaling) and the fast kernels (AVX512-BF16/AMX), so an fp16 request there is refused with a
+  // pointer to --bf16 rather than run slowly.
   if (cpu && options_.mixed == MixedPrecision::kFp16)
     throw ArgumentError(
-        "--fp16: float16 mixed precision needs a CUDA device, and this run is on the CPU (CPU "
-        "autocast supports bfloat16 only); use --bf16 for mixed precision on the CPU");
+        "--fp16: float16 mixed precision needs a CUDA device, and this run is on the CPU; use "
+        "--bf16 for mixed precision on the CPU");
   if (cpu && options_.full_eval_dtype == at::kHalf)
     throw ArgumentError(
-        "--fp16_full_eval: the CPU has no float16 matmul kernels in this libtorch; use "
-        "--bf16_full_eval to evaluate in reduced precision on the CPU");
+        "--fp16_full_eval: float16 evaluation needs a CUDA device, and this run is on the CPU; "
+        "use --bf16_full_eval to evaluate in reduced precision on the CPU");
   const bool wants_bf16 =
       options_.mixed == MixedPrecision::kBf16 || options_.full_eval_dtype == at::kBFloat16;
   if (device.is_cuda() && wants_bf16 && !is_ampere_or_newer(device))
