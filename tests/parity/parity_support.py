@@ -1,0 +1,45 @@
+"""Shared helpers of the parity tests (tests/parity/CMakeLists.txt runs each script).
+
+The references (transformers, tokenizers, safetensors, torch) come from the tests' Python
+environment; our programs are found through CTRAINER_BIN_<TARGET> environment variables.
+"""
+import os
+import subprocess
+import sys
+
+try:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+except ImportError as error:  # a clear message instead of a traceback
+    sys.exit(f"parity: {error}. Install the tests' references with scripts/install-deps.sh --tests "
+             "and configure with -DCTRAINER_PYTHON=$(scripts/install-deps.sh --print-venv)/bin/python")
+
+SOURCE_DIR = os.environ["CTRAINER_SOURCE_DIR"]
+EXAMPLES_DATA = os.path.join(SOURCE_DIR, "examples", "data")
+
+
+def binary(target):
+    """Path of one of our programs (a DEPENDS target of ctrainer_add_parity_test)."""
+    var = "CTRAINER_BIN_" + target.upper().replace("-", "_")
+    if var not in os.environ:
+        sys.exit(f"parity: {var} is not set: add {target} to DEPENDS in tests/parity/CMakeLists.txt")
+    return os.environ[var]
+
+
+def run(command, **kwargs):
+    """Runs one of our programs; on failure prints its output and exits non-zero."""
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"parity: {' '.join(map(str, command))} failed ({result.returncode}):\n"
+                 f"{result.stdout}\n{result.stderr}")
+    return result
+
+
+def fail_if(differences, what, limit=20):
+    """Prints up to `limit` differences and exits non-zero when there are any."""
+    if differences:
+        print(f"parity: {len(differences)} difference(s) in {what}:")
+        for line in differences[:limit]:
+            print("  " + line)
+        sys.exit(1)
+    print(f"parity: {what}: no difference")
