@@ -9,10 +9,20 @@
 #include <mutex>
 
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 
 #include <ctrainer/trainer/logging.h>
 
 namespace ctrainer {
+
+std::string libtorch_blas_info() {
+  const std::string config = at::show_config();
+  const std::string key = "BLAS_INFO=";
+  const auto at_key = config.find(key);
+  if (at_key == std::string::npos) return "";
+  const auto begin = at_key + key.size();
+  return config.substr(begin, config.find_first_of(", \n", begin) - begin);
+}
 
 std::string mapped_blas_library() {
   std::ifstream maps("/proc/self/maps");
@@ -31,16 +41,23 @@ std::string mapped_blas_library() {
   return "";
 }
 
+bool uses_reference_blas(const std::string& blas_info, const std::string& mapped_blas) {
+  if (!blas_info.empty() && blas_info != "generic") return false;  // optimised BLAS built in
+  if (mapped_blas.empty()) return false;                            // no system BLAS in use
+  for (const char* fast : {"openblas", "mkl", "blis"})
+    if (mapped_blas.find(fast) != std::string::npos) return false;
+  return true;
+}
+
 void warn_if_reference_blas() {
   static std::once_flag once;
   std::call_once(once, [] {
     const std::string blas = mapped_blas_library();
-    if (blas.empty() || blas.find("openblas") != std::string::npos ||
-        blas.find("mkl") != std::string::npos || blas.find("blis") != std::string::npos)
-      return;
+    if (!uses_reference_blas(libtorch_blas_info(), blas)) return;
     logging::logger()->warn(
         "libtorch uses the reference BLAS ({}), 10-25x slower than OpenBLAS for training. "
-        "Install it with: apt-get install libopenblas0-openmp",
+        "Install it with: apt-get install libopenblas0-openmp (or build against the pinned "
+        "torch wheel, which brings MKL: scripts/install-deps.sh)",
         blas);
   });
 }

@@ -5,15 +5,26 @@
 
 namespace ctrainer {
 
-/// Path of the libblas.so.3 mapped into this process ("" if none is mapped).
+/// The BLAS libtorch was built with: BLAS_INFO of at::show_config() ("mkl" for the PyPI wheel on
+/// x86-64, where MKL is linked into libtorch_cpu; "open" for OpenBLAS; "generic" when libtorch
+/// calls whatever libblas.so.3 the system provides, as Debian's libtorch does). "" if unknown.
+std::string libtorch_blas_info();
+
+/// Path of the libblas.so.3 (or libopenblas) mapped into this process ("" if none is mapped).
 std::string mapped_blas_library();
 
-/// Warns (once) when libtorch's GEMMs go through Netlib's reference BLAS, which is 10-25x slower
-/// than OpenBLAS; the warning says how to switch.
+/// Whether GEMMs go through Netlib's reference BLAS: only possible when libtorch was built
+/// against a generic BLAS (`blas_info` "generic" or unknown) and the library mapped for it
+/// (`mapped_blas`) is not an optimised one (OpenBLAS, MKL, BLIS).
+bool uses_reference_blas(const std::string& blas_info, const std::string& mapped_blas);
+
+/// Warns (once) when uses_reference_blas() for this process: the reference BLAS is 10-25x slower
+/// than OpenBLAS for training; the warning says how to switch.
 void warn_if_reference_blas();
 
-/// Uses all cores available to this process, shared among the processes of this node, unless
-/// OMP_NUM_THREADS was set by the user (libtorch 1.13 here otherwise starts with 1 thread).
+/// Sets the intra-op thread count explicitly: all cores available to this process, shared among
+/// the processes of this node, unless OMP_NUM_THREADS was set by the user (libtorch's own default
+/// depends on the build, e.g. 1 thread in Debian's libtorch 1.13).
 void configure_intra_op_threads(int64_t local_world_size);
 
 }  // namespace ctrainer

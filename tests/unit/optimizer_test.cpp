@@ -179,6 +179,28 @@ TEST(CreateOptimizer, AdamWGroupsAndOptions) {
   EXPECT_EQ(opt->defaults().get_lr(), 0.1);
 }
 
+TEST(CreateOptimizer, GroupWeightDecaysSurviveTorchsMergeWithTheDefaults) {
+  // torch >= 2.12 treats a group option equal to its constructor default as unset and takes
+  // the optimizer default instead: each group must still end with exactly its own decay, also
+  // when args.weight_decay equals torch's default (AdamW 0.01, SGD 0) or the other group's 0.
+  for (const std::string optim : {"adamw_torch", "sgd"}) {
+    for (double decay : {0.0, 0.01, 0.5}) {
+      Net net;
+      auto args = make_args(optim);
+      args.weight_decay = decay;
+      auto opt = create_optimizer(args, net);
+      ASSERT_EQ(opt->param_groups().size(), 2u);
+      auto group_decay = [&](size_t i) {
+        const auto& o = opt->param_groups()[i].options();
+        return optim == "sgd" ? static_cast<const torch::optim::SGDOptions&>(o).weight_decay()
+                              : static_cast<const torch::optim::AdamWOptions&>(o).weight_decay();
+      };
+      EXPECT_EQ(group_decay(0), decay) << optim << " decay " << decay;
+      EXPECT_EQ(group_decay(1), 0.0) << optim << " decay " << decay;
+    }
+  }
+}
+
 TEST(CreateOptimizer, SgdUsesTorchDefaults) {
   Net net;
   auto opt = create_optimizer(make_args("sgd"), net);

@@ -116,6 +116,17 @@ TEST(RngState, CpuRestoreRepeatsDraws) {
   expect_equal_draws(first, draw(torch::kCPU));
 }
 
+TEST(RngState, GeneratorStateLayoutsAreTorchs) {
+  // What checkpoints store: the CPU generator's 5056-byte CPUGeneratorImplState (the same in
+  // torch 1.13 and 2.x, so rng_state.json files load across versions) and, per GPU, Philox's
+  // seed + offset (16 bytes).
+  EXPECT_EQ(capture_rng_state().cpu.size(), 5056u);
+#ifdef CTRAINER_WITH_CUDA
+  if (torch::cuda::is_available())
+    for (const auto& s : capture_rng_state().cuda) EXPECT_EQ(s.size(), 16u);
+#endif
+}
+
 TEST(RngState, JsonRoundTripThroughText) {
   torch::manual_seed(5);
   torch::rand({10});

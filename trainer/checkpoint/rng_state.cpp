@@ -58,7 +58,8 @@ at::Generator cpu_generator() {
   return at::detail::getDefaultCPUGenerator();
 }
 
-// The state size of this libtorch's CPU generator (5056 bytes in 1.13).
+// The state size of this libtorch's CPU generator: 5056 bytes (CPUGeneratorImplState: mt19937
+// state, seed, cached normal samples) in torch 2.11-2.15 as in 1.13, so the layout is stable.
 size_t cpu_state_size() {
   return generator_state(cpu_generator()).size();
 }

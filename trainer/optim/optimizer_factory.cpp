@@ -164,14 +164,19 @@ std::shared_ptr<torch::optim::Optimizer> create_optimizer(const TrainingArgument
     return groups;
   };
 
+  // The optimizer's own defaults keep torch's weight decay (0.01 for AdamW, 0 for SGD), as HF
+  // passes weight decay per group only. This matters since torch 2.12: the C++ optimizers merge
+  // each group's options with the defaults "by comparison", so a group value equal to the
+  // options' constructor default (SGD's no-decay group: 0) counts as unset and would silently
+  // inherit the optimizer default. With torch's defaults there, the merge only ever replaces a
+  // value by an equal one.
   if (adamw) {
     auto defaults = torch::optim::AdamWOptions(args.learning_rate)
                         .betas(std::make_tuple(args.adam_beta1, args.adam_beta2))
-                        .eps(args.adam_epsilon)
-                        .weight_decay(args.weight_decay);
+                        .eps(args.adam_epsilon);
     return std::make_shared<torch::optim::AdamW>(make_groups(defaults), defaults);
   }
-  auto defaults = torch::optim::SGDOptions(args.learning_rate).weight_decay(args.weight_decay);
+  auto defaults = torch::optim::SGDOptions(args.learning_rate);
   return std::make_shared<torch::optim::SGD>(make_groups(defaults), defaults);
 }
 

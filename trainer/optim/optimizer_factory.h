@@ -34,7 +34,7 @@ std::vector<std::string> get_decay_parameter_names(const torch::nn::Module& mode
 /// Both get two param groups, in this order: the decay parameters (weight_decay =
 /// args.weight_decay) and the others (weight_decay = 0). Parameters with requires_grad=false are
 /// left out, and an empty group is omitted. The optimizer's defaults() carry
-/// args.learning_rate and args.weight_decay.
+/// args.learning_rate and torch's own weight decay (AdamW 0.01, SGD 0), as HF's do.
 /// Throws NotSupportedYet for other HF optimizer names, ArgumentError for unknown names, out-of-
 /// range hyper-parameters, or a model without trainable parameters.
 std::shared_ptr<torch::optim::Optimizer> create_optimizer(const TrainingArguments& args,
