@@ -12,9 +12,6 @@ namespace {
 
 constexpr char32_t kCapitalIWithDot = 0x130;  // lower-cases to two code points: i + U+0307
 constexpr char32_t kCombiningDotAbove = 0x307;
-constexpr char32_t kCapitalSigma = 0x3A3;
-constexpr char32_t kSmallSigma = 0x3C3;
-constexpr char32_t kFinalSigma = 0x3C2;
 
 bool is_word_separator(char32_t cp) {
   // After cleaning, every whitespace character is a space except the line and paragraph
@@ -22,69 +19,9 @@ bool is_word_separator(char32_t cp) {
   return cp == ' ' || cp == 0x2028 || cp == 0x2029;
 }
 
-bool is_cased(char32_t cp) {
-  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
-  const auto c = static_cast<utf8proc_int32_t>(cp);
-  return utf8proc_islower(c) || utf8proc_isupper(c) || utf8proc_category(c) == UTF8PROC_CATEGORY_LT;
-}
-
-bool is_case_ignorable(char32_t cp) {
-  switch (cp) {
-    case '\'':
-    case '.':
-    case ':':
-    case '^':
-    case '`':
-    case 0xB7:
-    case 0x387:
-    case 0x5F4:
-    case 0x2018:
-    case 0x2019:
-    case 0x2024:
-    case 0x2027:
-    case 0xFE13:
-    case 0xFE52:
-    case 0xFE55:
-    case 0xFF07:
-    case 0xFF0E:
-    case 0xFF1A:
-      return true;
-    default:
-      break;
-  }
-  if (cp < 0x80) return false;
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_SK:
-      return true;
-    default:
-      return false;
-  }
-}
-
-/// Unicode's Final_Sigma context (as in Python's str.lower()): a cased letter before, skipping
-/// case-ignorable ones, and none after.
-bool is_final_sigma(const char32_t* word, size_t size, size_t i) {
-  size_t j = i;
-  bool cased_before = false;
-  while (j > 0) {
-    --j;
-    if (is_case_ignorable(word[j])) continue;
-    cased_before = is_cased(word[j]);
-    break;
-  }
-  if (!cased_before) return false;
-  for (size_t k = i + 1; k < size; ++k) {
-    if (is_case_ignorable(word[k])) continue;
-    return !is_cased(word[k]);
-  }
-  return true;
-}
-
-/// Full Unicode lower-casing of one word into `out` (Python's str.lower()).
+/// Lower-casing of one word into `out`, one code point at a time with the full (unconditional)
+/// mappings, as the Rust tokenizers' BertNormalizer does (char::to_lowercase): U+0130 becomes
+/// i + U+0307, and capital sigma always becomes small sigma, without Python's final-sigma rule.
 void lower_case(const char32_t* word, size_t size, std::u32string& out) {
   out.clear();
   for (size_t i = 0; i < size; ++i) {
@@ -94,8 +31,6 @@ void lower_case(const char32_t* word, size_t size, std::u32string& out) {
     } else if (cp == kCapitalIWithDot) {
       out.push_back('i');
       out.push_back(kCombiningDotAbove);
-    } else if (cp == kCapitalSigma) {
-      out.push_back(is_final_sigma(word, size, i) ? kFinalSigma : kSmallSigma);
     } else {
       out.push_back(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
     }

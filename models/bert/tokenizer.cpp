@@ -160,16 +160,25 @@ Encoding BertTokenizer::encode(std::string_view text, std::optional<std::string_
           throw ArgumentError("max_length " + std::to_string(*options.max_length) +
                               " is shorter than the " + std::to_string(specials) +
                               " special tokens");
-        // HF removes one token at a time from the longer sequence, the second one on a tie.
-        size_t keep_first = first.size(), keep_second = second.size();
-        for (size_t i = 0; i < remove; ++i) {
-          if (!pair || keep_first > keep_second)
-            --keep_first;
-          else
-            --keep_second;
+        const size_t budget = first.size() + second.size() - remove;
+        if (!pair) {
+          first.resize(budget);
+          break;
         }
-        first.resize(keep_first);
-        second.resize(keep_second);
+        // The Rust tokenizers' rule (BertTokenizerFast, and BertTokenizer since transformers
+        // 5), not the old Python one-token-at-a-time loop: the shorter sequence is kept whole
+        // if the longer one can take the rest of the budget; otherwise both get half of it,
+        // the odd token going to the longer one (to the second on a tie).
+        const bool first_is_longer = first.size() > second.size();
+        size_t keep_shorter = std::min(first.size(), second.size());
+        size_t keep_longer =
+            keep_shorter > budget ? keep_shorter : std::max(keep_shorter, budget - keep_shorter);
+        if (keep_shorter + keep_longer > budget) {
+          keep_shorter = budget / 2;
+          keep_longer = keep_shorter + budget % 2;
+        }
+        first.resize(std::min(first.size(), first_is_longer ? keep_longer : keep_shorter));
+        second.resize(std::min(second.size(), first_is_longer ? keep_shorter : keep_longer));
         break;
       }
       case Truncation::kOnlyFirst:

@@ -1,6 +1,6 @@
 #pragma once
 /// \file BertTokenizer: text -> input_ids / token_type_ids / attention_mask for BERT models,
-/// matching Hugging Face's BertTokenizer / BertTokenizerFast on the bert-base vocabularies.
+/// matching Hugging Face's BertTokenizerFast (the Rust tokenizers) on the bert-base vocabularies.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,13 +14,21 @@
 
 namespace ctrainer {
 
+/// Revision of BertTokenizer's output: raised whenever the same text, vocabulary and options
+/// encode differently than before (a fix), so that caches of tokenized data keyed by it are not
+/// reused. 2: longest_first truncation of pairs as the Rust tokenizers do it.
+inline constexpr int kBertTokenizerRevision = 2;
+
 /// Options of BertTokenizer: do_lower_case, strip_accents, tokenize_chinese_chars, never_split.
 using BertTokenizerOptions = BasicTokenizerOptions;
 
 /// Which sequence loses tokens when an encoding is longer than max_length (HF's `truncation`).
 enum class Truncation {
   kNone,          ///< Never truncate.
-  kLongestFirst,  ///< One token at a time from the end of the currently longer sequence.
+  /// From the ends, as the Rust tokenizers do: a pair keeps the shorter sequence whole when the
+  /// longer one can take the rest; otherwise each gets half, the odd token to the longer one
+  /// (the second on a tie).
+  kLongestFirst,
   kOnlyFirst,     ///< From the end of the first sequence only.
   kOnlySecond,    ///< From the end of the second sequence only (pairs only).
 };

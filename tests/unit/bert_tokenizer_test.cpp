@@ -215,12 +215,26 @@ TEST(BertTokenizerUncased, Accents) {
             (Ids{7592, 15743, 7668, 17076, 15687}));
   // Decomposed input strips the same way; U+1E9B U+0323 keeps its base letter (long s).
   EXPECT_EQ(uncased().tokenize_to_ids("e\u0301cole \u1E9B\u0323"), (Ids{12431, 100}));
-  // Full lower-casing: dotted capital I and Greek final sigma.
+  // Full lower-casing of each character: dotted capital I becomes i + U+0307 (then stripped).
   EXPECT_EQ(uncased().tokenize_to_ids("\u0130stanbul"), (Ids{9960}));
-  EXPECT_EQ(uncased().tokenize("\u039F\u0394\u039F\u03A3 \u03A3\u039F\u03A6\u0399\u0391"),
-            (Tokens{"\u03BF", "##\u03B4", "##\u03BF\u03C2", "\u03C3", "##\u03BF", "##\u03C6",
-                    "##\u03B9\u03B1"}));
   EXPECT_EQ(uncased().tokenize_to_ids("un\u00E4ffable"), (Ids{14477, 20961, 3468}));
+}
+
+// The Rust tokenizers lower-case character by character: a word-final capital sigma becomes the
+// ordinary small sigma U+03C3, not the final form U+03C2 of Python's str.lower() (which the
+// Python BertTokenizer of transformers 4 used). Expected values from BertTokenizerFast
+// (tokenizers 0.23) on the uncased vocabulary.
+TEST(BertTokenizerUncased, CapitalSigmaLowerCasesWithoutFinalForm) {
+  EXPECT_EQ(uncased().tokenize("\u039F\u0394\u039F\u03A3 \u03A3\u039F\u03A6\u0399\u0391"),
+            (Tokens{"\u03BF", "##\u03B4", "##\u03BF", "##\u03C3", "\u03C3", "##\u03BF",
+                    "##\u03C6", "##\u03B9\u03B1"}));
+  // "ΣΑΣ ΟΔΥΣΣΕΥΣ σας": a final small sigma written as such stays U+03C2.
+  EXPECT_EQ(uncased().tokenize_to_ids("\u03A3\u0391\u03A3 \u039F\u0394\u03A5\u03A3\u03A3"
+                                      "\u0395\u03A5\u03A3 \u03C3\u03B1\u03C2"),
+            (Ids{1173, 14608, 29733, 1169, 29722, 29735, 29733, 29733, 29723, 29735, 29733, 1173,
+                 14608, 19579}));
+  // After a cased letter and before punctuation (Python's final-sigma context).
+  EXPECT_EQ(uncased().tokenize_to_ids("A\u03A3. \u03A3"), (Ids{1037, 29733, 1012, 1173}));
 }
 
 TEST(BertTokenizerUncased, CjkAndEmoji) {
@@ -287,14 +301,16 @@ TEST(BertTokenizerEncode, LongestFirstPair) {
   auto tok = letters();  // a=5 ... j=14, [CLS]=2, [SEP]=3, [PAD]=0
   EncodeOptions options;
   options.truncation = Truncation::kLongestFirst;
-  options.max_length = 8;  // 5 + 3 + 3 specials = 11: the longer loses 2, then the pair 1
+  // Expected ids from BertTokenizerFast (tokenizers 0.23) on the same vocabulary.
+  options.max_length = 8;  // 5 + 3 tokens for a budget of 5: 3 (the longer one) + 2
   auto enc = tok.encode("a b c d e", "f g h", options);
   EXPECT_EQ(enc.input_ids, (Ids{2, 5, 6, 7, 3, 10, 11, 3}));
   EXPECT_EQ(enc.token_type_ids, (Ids{0, 0, 0, 0, 0, 1, 1, 1}));
   EXPECT_EQ(enc.attention_mask, Ids(8, 1));
-  // Equal lengths: the second sequence loses the first token.
+  // Equal lengths: budget 3 = 1 + 2, the odd token to the second sequence (the old
+  // one-at-a-time rule of HF's Python tokenizer kept "a b" + "c").
   options.max_length = 6;
-  EXPECT_EQ(tok.encode("a b", "c d", options).input_ids, (Ids{2, 5, 6, 3, 7, 3}));
+  EXPECT_EQ(tok.encode("a b", "c d", options).input_ids, (Ids{2, 5, 3, 7, 8, 3}));
   // Single sequence: cut from the end.
   options.max_length = 4;
   EXPECT_EQ(tok.encode("a b c d e", std::nullopt, options).input_ids, (Ids{2, 5, 6, 3}));
@@ -304,6 +320,28 @@ TEST(BertTokenizerEncode, LongestFirstPair) {
   options.max_length = 2;
   EXPECT_NE(error_of([&] { tok.encode("a", "b", options); }).find("special tokens"),
             std::string::npos);
+}
+
+// The Rust tokenizers split the budget in halves as soon as the shorter sequence is longer than
+// half of it, where the one-at-a-time rule kept it whole; every case checked with
+// BertTokenizerFast (tokenizers 0.23) on the same vocabulary.
+TEST(BertTokenizerEncode, LongestFirstPairSplitsLikeRustTokenizers) {
+  auto tok = letters();  // a=5 ... j=14, [CLS]=2, [SEP]=3
+  EncodeOptions options;
+  options.truncation = Truncation::kLongestFirst;
+  auto ids = [&](const char* a, const char* b, int64_t max_length) {
+    options.max_length = max_length;
+    return tok.encode(a, std::string_view(b), options).input_ids;
+  };
+  // Budget 4, the shorter sequence (4) is over half of it: 2 + 2.
+  EXPECT_EQ(ids("a b c d", "e f g h i j", 7), (Ids{2, 5, 6, 3, 9, 10, 3}));
+  // The longer first sequence gets the odd token: budget 3 = 2 + 1.
+  EXPECT_EQ(ids("a b c d e f g", "h i", 6), (Ids{2, 5, 6, 3, 12, 3}));
+  // Budget 1: the first sequence keeps nothing.
+  EXPECT_EQ(ids("a b c", "d e f", 4), (Ids{2, 3, 8, 3}));
+  // The shorter sequence fits in half of the budget: kept whole, the longer takes the rest.
+  EXPECT_EQ(ids("a b c d", "e", 7), (Ids{2, 5, 6, 7, 3, 9, 3}));
+  EXPECT_EQ(ids("a", "b c d e f g h i j", 8), (Ids{2, 5, 3, 6, 7, 8, 9, 3}));
 }
 
 TEST(BertTokenizerEncode, OnlyFirstOnlySecond) {
