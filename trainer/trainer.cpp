@@ -117,7 +117,8 @@ std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
                          args_.dataloader_prefetch_factor.value_or(2)};
   TrainSamplerOptions sampling{
       .seed = args_.sampler_seed(),
-      .group_by_length = args_.group_by_length,
+      .shuffle = args_.train_sampling_strategy != "sequential",
+      .group_by_length = args_.train_sampling_strategy == "group_by_length",
       .group_batch_size = args_.per_device_train_batch_size * args_.gradient_accumulation_steps,
       .num_replicas = strategy_->world_size(),
       .rank = process_.rank,
@@ -308,7 +309,7 @@ void Trainer::maybe_log_save_evaluate() {
     nlohmann::json logs;
     logs["loss"] = tr_loss / static_cast<double>(state_.global_step - globalstep_last_logged_);
     if (grad_norm_.defined()) logs["grad_norm"] = grad_norm_.item<double>();
-    logs["learning_rate"] = learning_rate();
+    logs["learning_rate"] = step_learning_rate_.value_or(learning_rate());
     total_loss_scalar_ += tr_loss;
     globalstep_last_logged_ = state_.global_step;
     log(std::move(logs));
@@ -439,8 +440,11 @@ TrainOutput Trainer::train() {
   state_.num_train_epochs = num_train_epochs;
   state_.train_batch_size = args_.per_device_train_batch_size;
   state_.logging_steps = resolve_interval(args_.logging_steps, max_steps);
-  state_.eval_steps = resolve_interval(args_.eval_steps.value_or(args_.logging_steps), max_steps);
+  // Unset eval_steps (no steps evaluation) keeps TrainerState's 500, as HF's compute_steps.
+  if (args_.eval_steps) state_.eval_steps = resolve_interval(*args_.eval_steps, max_steps);
   state_.save_steps = resolve_interval(args_.save_steps, max_steps);
+  // HF records the control's state from the start; checkpoints update it (save_checkpoint).
+  state_.stateful_callbacks["TrainerControl"] = control_.state();
 
   create_optimizer_and_scheduler(max_steps);
   write_training_args();
@@ -484,6 +488,7 @@ TrainOutput Trainer::train() {
     const int64_t steps_in_epoch = len_dataloader;
     control_.new_epoch();
     fire(&TrainerCallback::on_epoch_begin);
+    step_learning_rate_.reset();  // HF: per epoch, so an epoch without a step logs the current lr
     const int64_t total_updates = ceil_div(steps_in_epoch, ga);
     // A resumed epoch starts at the next unseen batch: batches are fetched by index, so the
     // skipped ones are never materialised.
@@ -520,11 +525,14 @@ TrainOutput Trainer::train() {
           // overflow HF skips the optimizer step (GradScaler.step) and then the scheduler step
           // (optimizer_step_was_skipped); global_step still advances.
           const bool skip_step = unscale_gradients_and_check_overflow();
-          if (args_.max_grad_norm > 0)
-            grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
+          // max_grad_norm 0 only measures the norm: transformers 5 logs grad_norm either way.
+          grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
           fire(&TrainerCallback::on_pre_optimizer_step);
           if (!skip_step) strategy_->optimizer_step(*optimizer_);
           fire(&TrainerCallback::on_optimizer_step);
+          // transformers 5 logs the learning rate this step used, read before the scheduler
+          // moves on (transformers 4 logged the next step's).
+          step_learning_rate_ = learning_rate();
           if (!skip_step) lr_scheduler_->step();
           strategy_->zero_grad(*model_);
           state_.global_step += 1;

@@ -109,7 +109,8 @@ class Trainer {
                                    const std::string& metric_key_prefix = "test");
 
   // ---- hooks -------------------------------------------------------------------------------
-  /// Shuffled (seeded by data_seed or seed, reshuffled each epoch) batches of the train set.
+  /// Batches of the train set in train_sampling_strategy order: shuffled (seeded by data_seed or
+  /// seed, reshuffled each epoch), sequential or grouped by length.
   virtual std::shared_ptr<DataLoader> get_train_dataloader();
   /// Sequential batches of `eval_dataset` (default: the one given at construction).
   virtual std::shared_ptr<DataLoader> get_eval_dataloader(
@@ -251,6 +252,8 @@ class Trainer {
   // Running training-loss bookkeeping (HF: tr_loss, _total_loss_scalar, _globalstep_last_logged).
   at::Tensor tr_loss_;
   at::Tensor grad_norm_;
+  /// The learning rate the last optimizer step of the running epoch used (what HF logs).
+  std::optional<double> step_learning_rate_;
   double total_loss_scalar_ = 0;
   int64_t globalstep_last_logged_ = 0;
   /// Whether the current micro-batch ends an accumulation window (gradients are synchronised).

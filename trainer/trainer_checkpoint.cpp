@@ -147,6 +147,8 @@ std::string Trainer::save_checkpoint() {
       }
       write_json(dir / kLoopStateFile, loop);
     }
+    // As HF: the control's flags at the moment of the save (should_save true, ...).
+    state_.stateful_callbacks["TrainerControl"] = control_.state();
     write_json(dir / kTrainerStateFile, state_.to_json());
     write_json(dir / kTrainingArgsFile, to_json(args_));
   });

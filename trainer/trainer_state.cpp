@@ -24,7 +24,23 @@ nlohmann::json TrainerState::to_json() const {
   out["is_local_process_zero"] = is_local_process_zero;
   out["is_world_process_zero"] = is_world_process_zero;
   out["stateful_callbacks"] = stateful_callbacks;
+  // Fields of features ctrainer does not have (token counting, hyperparameter search), with
+  // HF's defaults, so that the file has every key HF's TrainerState writes.
+  out["num_input_tokens_seen"] = 0;
+  out["is_hyper_param_search"] = false;
+  out["trial_name"] = nullptr;
+  out["trial_params"] = nullptr;
   return out;
+}
+
+nlohmann::json TrainerControl::state() const {
+  return {{"args",
+           {{"should_training_stop", should_training_stop},
+            {"should_epoch_stop", should_epoch_stop},
+            {"should_save", should_save},
+            {"should_evaluate", should_evaluate},
+            {"should_log", should_log}}},
+          {"attributes", nlohmann::json::object()}};
 }
 
 namespace {

@@ -30,7 +30,8 @@ struct TrainerState {
   std::optional<std::string> best_model_checkpoint;
   bool is_local_process_zero = true;
   bool is_world_process_zero = true;
-  /// State of callbacks that persist across resume (EarlyStopping counters), by callback name.
+  /// State of callbacks that persist across resume (EarlyStopping counters) and of the
+  /// TrainerControl (as of the last checkpoint), by class name.
   nlohmann::json stateful_callbacks = nlohmann::json::object();
 
   /// HF trainer_state.json layout.
@@ -50,6 +51,10 @@ struct TrainerControl {
   void new_training() { should_training_stop = false; }
   void new_epoch() { should_epoch_stop = false; }
   void new_step() { should_save = should_evaluate = should_log = false; }
+
+  /// HF's TrainerControl.state(): {"args": {should_*...}, "attributes": {}}, the entry
+  /// "TrainerControl" of TrainerState::stateful_callbacks.
+  nlohmann::json state() const;
 };
 
 }  // namespace ctrainer

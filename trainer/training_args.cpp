@@ -32,6 +32,7 @@ const std::vector<std::string> kSchedulersLater = {"reduce_lr_on_plateau", "cosi
                                                    "cosine_warmup_with_min_lr",
                                                    "warmup_stable_decay"};
 const std::vector<std::string> kLogLevelsLater = {"detail"};
+const std::vector<std::string> kSamplingStrategiesLater = {"batch_rebalance"};
 const std::vector<std::string> kDdpBackendsLater = {"mpi"};
 const std::vector<std::string> kIntegrationsLater = {
     "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive", "flyte",
@@ -116,6 +117,7 @@ void TrainingArguments::validate() {
   check_choice("log_level", log_level, kLogLevelsLater);
   check_choice("log_level_replica", log_level_replica, kLogLevelsLater);
   check_choice("half_precision_backend", half_precision_backend);
+  check_choice("train_sampling_strategy", train_sampling_strategy, kSamplingStrategiesLater);
   if (ddp_backend && !contains(choices("ddp_backend"), *ddp_backend) &&
       !contains(kDdpBackendsLater, *ddp_backend)) {
     throw ArgumentError("--ddp_backend must be one of " + join(choices("ddp_backend")) + ", " +
@@ -162,6 +164,14 @@ void TrainingArguments::validate() {
     greater_is_better = !ends_with_loss;
   }
   if (!run_name) run_name = output_dir;
+  // group_by_length is transformers 4's spelling of train_sampling_strategy=group_by_length.
+  if (group_by_length && train_sampling_strategy == "random")
+    train_sampling_strategy = "group_by_length";
+  if (group_by_length && train_sampling_strategy != "group_by_length") {
+    throw ArgumentError("--group_by_length contradicts --train_sampling_strategy " +
+                        train_sampling_strategy + "; give only one of them");
+  }
+  group_by_length = train_sampling_strategy == "group_by_length";
   // Pinned memory needs an accelerator; transformers turns it off for CPU runs too.
   if (use_cpu) dataloader_pin_memory = false;
 
@@ -266,6 +276,10 @@ void TrainingArguments::validate() {
   if (!fsdp.empty()) throw NotSupportedYet("fsdp", "FSDP has not landed");
   if (fsdp_config) throw NotSupportedYet("fsdp_config", "FSDP has not landed");
   if (deepspeed) throw NotSupportedYet("deepspeed", "DeepSpeed is not planned yet");
+  if (contains(kSamplingStrategiesLater, train_sampling_strategy)) {
+    throw NotSupportedYet("train_sampling_strategy " + train_sampling_strategy,
+                          "available: " + join(choices("train_sampling_strategy")));
+  }
   if (!contains(choices("optim"), optim)) {
     throw NotSupportedYet("optim " + optim, "available: " + join(choices("optim")));
   }

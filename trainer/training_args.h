@@ -98,6 +98,12 @@ struct TrainingArguments {
   std::optional<int64_t> dataloader_prefetch_factor;
   /// Batch keys holding the labels; defaults to {"labels"}.
   std::optional<std::vector<std::string>> label_names;
+  /// Order of the training examples (transformers 5's train_sampling_strategy): "random"
+  /// (reshuffled each epoch), "sequential" (dataset order every epoch) or "group_by_length";
+  /// HF's "batch_rebalance" is refused as not supported yet.
+  std::string train_sampling_strategy = "random";
+  /// The older HF flag for train_sampling_strategy=group_by_length; validate() keeps the two
+  /// consistent.
   bool group_by_length = false;
 
   // ---- best model / resume ----

@@ -203,9 +203,18 @@ TEST(CheckpointResume, LayoutHasHfFilesAndFieldNames) {
   for (const char* k : {"epoch", "global_step", "max_steps", "logging_steps", "eval_steps",
                         "save_steps", "train_batch_size", "num_train_epochs", "total_flos",
                         "log_history", "best_metric", "best_global_step", "best_model_checkpoint",
-                        "is_local_process_zero", "is_world_process_zero", "stateful_callbacks"})
+                        "is_local_process_zero", "is_world_process_zero", "stateful_callbacks",
+                        "num_input_tokens_seen", "is_hyper_param_search", "trial_name",
+                        "trial_params"})
     EXPECT_TRUE(state.contains(k)) << k;
+  EXPECT_EQ(state.size(), 20u);  // exactly HF's TrainerState fields
   EXPECT_EQ(state["global_step"], 2);
+  EXPECT_EQ(state["eval_steps"], 3);
+  // HF's TrainerControl.state() as of the save: the last step stops training and saves.
+  EXPECT_EQ(state["stateful_callbacks"]["TrainerControl"],
+            nlohmann::json::parse(R"({"args": {"should_training_stop": true,
+                "should_epoch_stop": false, "should_save": true, "should_evaluate": false,
+                "should_log": false}, "attributes": {}})"));
   auto weights = load_safetensors((ckpt / "model.safetensors").string());
   EXPECT_EQ(weights.metadata.at("format"), "pt");
   EXPECT_TRUE(weights.tensors.count("classifier.weight"));

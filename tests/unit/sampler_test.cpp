@@ -208,5 +208,18 @@ TEST(Samplers, TrainSamplerChoice) {
                         {"--group_by_length", "lengths()"});
 }
 
+TEST(Samplers, SequentialTrainSamplingKeepsDatasetOrderEveryEpoch) {
+  // --train_sampling_strategy sequential (HF's SequentialSampler): no shuffle in any epoch.
+  const auto one = make_train_sampler(NoLengths(), {.shuffle = false});
+  EXPECT_EQ(one->name(), "sequential");
+  EXPECT_EQ(one->indices(0), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(one->indices(5), (std::vector<int64_t>{0, 1, 2}));
+  // Several processes: torch's DistributedSampler without shuffle (padded to equal shares).
+  const auto rank1 = make_train_sampler(NoLengths(), {.shuffle = false, .num_replicas = 2, .rank = 1});
+  EXPECT_EQ(rank1->name(), "distributed");
+  EXPECT_EQ(rank1->indices(0), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(rank1->indices(3), (std::vector<int64_t>{1, 0}));
+}
+
 }  // namespace
 }  // namespace ctrainer

@@ -142,6 +142,36 @@ TEST(TrainerTraining, LogsLossLearningRateGradNormAndEpochToHistoryAndJsonLines)
   EXPECT_EQ(written["learning_rate"], 0.1);
 }
 
+TEST(TrainerTraining, LogsTheLearningRateTheStepUsedAndGradNormWithoutClipping) {
+  // transformers 5 logs, at step k, the learning rate step k used (read before the scheduler
+  // steps), and grad_norm even when max_grad_norm is 0 (measured, not clipped).
+  auto data = make_regression_dataset(16, 2);
+  auto run = [&](double max_grad_norm) {
+    auto args = quiet_args("lr_log");
+    args.per_device_train_batch_size = 4;
+    args.max_steps = 4;
+    args.logging_steps = 1;
+    args.learning_rate = 0.1;
+    args.lr_scheduler_type = "linear";
+    args.max_grad_norm = max_grad_norm;
+    Trainer trainer(std::make_shared<LinearRegression>(2, 1), args, {.train_dataset = data});
+    trainer.train();
+    EXPECT_EQ(trainer.state().eval_steps, 500);  // no eval_steps: HF keeps TrainerState's 500
+    return trainer.state().log_history;
+  };
+  const auto unclipped = run(0);
+  const auto loose = run(1e9);  // clipping on, never active: the same gradients
+  ASSERT_EQ(unclipped.size(), 5u);
+  for (size_t k = 0; k < 4; ++k) {
+    // Linear decay from 0.1 over 4 steps: 0.1, 0.075, 0.05, 0.025 (never the final 0).
+    EXPECT_DOUBLE_EQ(unclipped[k]["learning_rate"].get<double>(), 0.1 * (4.0 - k) / 4.0) << k;
+    ASSERT_TRUE(unclipped[k].contains("grad_norm")) << k;
+    EXPECT_GT(unclipped[k]["grad_norm"].get<double>(), 0.0);
+    EXPECT_EQ(unclipped[k]["grad_norm"], loose[k]["grad_norm"]) << k;
+    EXPECT_EQ(unclipped[k]["loss"], loose[k]["loss"]) << k;
+  }
+}
+
 TEST(TrainerTraining, SeedMakesRunsIdenticalAndDataSeedOnlyChangesOrder) {
   auto data = make_blobs_dataset(32, 4);
   auto run = [&](int64_t seed, std::optional<int64_t> data_seed) {
@@ -160,6 +190,42 @@ TEST(TrainerTraining, SeedMakesRunsIdenticalAndDataSeedOnlyChangesOrder) {
   EXPECT_TRUE(a.equal(run(1, std::nullopt)));
   EXPECT_FALSE(a.equal(run(2, std::nullopt)));  // dropout and order change
   EXPECT_FALSE(a.equal(run(1, 5)));             // order changes, dropout stays
+}
+
+TEST(TrainerTraining, SequentialSamplingTrainsInDatasetOrder) {
+  // --train_sampling_strategy sequential: the data seed no longer matters, and one epoch equals
+  // a hand-written loop over the batches in dataset order (full-batch SGD steps, no clipping).
+  auto data = make_regression_dataset(12, 2);
+  auto run = [&](std::optional<int64_t> data_seed) {
+    auto args = quiet_args("sequential");
+    args.train_sampling_strategy = "sequential";
+    args.data_seed = data_seed;
+    args.num_train_epochs = 1;
+    args.per_device_train_batch_size = 4;
+    args.optim = "sgd";
+    args.learning_rate = 0.1;
+    args.lr_scheduler_type = "constant";
+    args.max_grad_norm = 0;
+    torch::manual_seed(3);
+    auto model = std::make_shared<LinearRegression>(2, 1);
+    Trainer trainer(model, args, {.train_dataset = data});
+    trainer.train();
+    return model->linear->weight.detach().clone();
+  };
+  const at::Tensor trained = run(std::nullopt);
+  EXPECT_TRUE(trained.equal(run(11)));
+
+  torch::manual_seed(3);
+  auto by_hand = std::make_shared<LinearRegression>(2, 1);
+  torch::optim::SGD sgd(by_hand->parameters(), torch::optim::SGDOptions(0.1));
+  for (int64_t first = 0; first < 12; first += 4) {
+    Batch batch = *data->get_stacked({first, first + 1, first + 2, first + 3});
+    sgd.zero_grad();
+    by_hand->forward(batch).loss.backward();
+    sgd.step();
+  }
+  EXPECT_TRUE(trained.allclose(by_hand->linear->weight.detach(), 0, 1e-6))
+      << trained << by_hand->linear->weight;
 }
 
 TEST(TrainerTraining, LabelSmoothingChangesTheLossAsHfLabelSmoother) {

@@ -116,6 +116,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"dataloader_pin_memory", true},
       {"dataloader_prefetch_factor", nullptr},
       {"label_names", nullptr},
+      {"train_sampling_strategy", "random"},
       {"group_by_length", false},
       {"load_best_model_at_end", false},
       {"metric_for_best_model", nullptr},
@@ -143,7 +144,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"deepspeed", nullptr},
   };
   const json actual = to_json(TrainingArguments{});
-  EXPECT_EQ(actual.size(), 69u);
+  EXPECT_EQ(actual.size(), 70u);
   EXPECT_EQ(actual, expected) << json::diff(expected, actual).dump(2);
   EXPECT_EQ(training_args_options().size(), expected.size());
 }
@@ -416,6 +417,9 @@ TEST(ArgumentParserTest, BadValuesNameTheFlag) {
       {{"--report_to", "foo"}, "--report_to: unknown integration 'foo'"},
       {{"--report_to", "none", "wandb"}, "--report_to none cannot be combined"},
       {{"--fsdp", "full_shard bogus"}, "--fsdp: unknown option 'bogus'"},
+      {{"--train_sampling_strategy", "shuffled"},
+       "--train_sampling_strategy must be one of random, sequential, group_by_length (got "
+       "'shuffled')"},
       {{"--output_dir="}, "--output_dir must not be empty"},
       // A bad value gets its own message even when the feature is refused as not supported yet.
       {{"--fp16", "--learning_rate", "-1"}, "--learning_rate must be >= 0"},
@@ -451,6 +455,9 @@ TEST(ArgumentParserTest, Contradictions) {
                             "0.1", "--save_strategy", "steps", "--save_steps", "0.5"}));
   EXPECT_NO_THROW(parse_ok({"--load_best_model_at_end", "--eval_strategy", "steps", "--eval_steps",
                             "100", "--save_strategy", "steps", "--save_steps", "300"}));
+  EXPECT_EQ(parse_error({"--group_by_length", "--train_sampling_strategy", "sequential"}),
+            "--group_by_length contradicts --train_sampling_strategy sequential; give only one "
+            "of them");
   // save_strategy best needs a metric to compare checkpoints by.
   EXPECT_NE(parse_error({"--save_strategy", "best"})
                 .find("--save_strategy best needs --metric_for_best_model"),
@@ -488,6 +495,9 @@ TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
       {{"--ddp_backend", "mpi"}, "not supported yet: --ddp_backend mpi"},
       {{"--report_to", "tensorboard"}, "not supported yet: --report_to tensorboard"},
       {{"--report_to", "wandb", "tensorboard"}, "not supported yet: --report_to wandb"},
+      {{"--train_sampling_strategy", "batch_rebalance"},
+       "not supported yet: --train_sampling_strategy batch_rebalance (available: random, "
+       "sequential, group_by_length)"},
   };
   for (const auto& [tokens, expected] : cases) {
     const std::string message = parse_error(tokens, /*not_supported=*/true);
@@ -518,6 +528,18 @@ TEST(TrainingArgumentsTest, DerivedDefaultsFollowTransformers) {
                 .greater_is_better,
             false);
   EXPECT_EQ(parse_ok({}).greater_is_better, std::nullopt);
+
+  // --group_by_length (transformers 4) and train_sampling_strategy (5) stay consistent.
+  const TrainingArguments grouped = parse_ok({"--group_by_length"});
+  EXPECT_EQ(grouped.train_sampling_strategy, "group_by_length");
+  const TrainingArguments grouped5 = parse_ok({"--train_sampling_strategy", "group_by_length"});
+  EXPECT_TRUE(grouped5.group_by_length);
+  const TrainingArguments sequential = parse_ok({"--train_sampling_strategy", "sequential"});
+  EXPECT_EQ(sequential.train_sampling_strategy, "sequential");
+  EXPECT_FALSE(sequential.group_by_length);
+  TrainingArguments revalidated = grouped;
+  EXPECT_NO_THROW(revalidated.validate());  // idempotent
+  EXPECT_EQ(revalidated.train_sampling_strategy, "group_by_length");
 
   TrainingArguments best;
   best.load_best_model_at_end = true;

@@ -155,8 +155,13 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::dataloader_pin_memory, "dataloader_pin_memory",
         "Pin host memory of batches (set to false by use_cpu).");
   t.add(&TA::label_names, "label_names", "Batch keys that hold the labels. Defaults to labels.");
+  t.add_enum(&TA::train_sampling_strategy, "train_sampling_strategy",
+             "Order of the training examples: random (reshuffled every epoch), sequential (the "
+             "dataset's order every epoch) or group_by_length (batches of similar length).",
+             {"random", "sequential", "group_by_length"});
   t.add(&TA::group_by_length, "group_by_length",
-        "Group training examples of similar length into batches to reduce padding.");
+        "Group training examples of similar length into batches to reduce padding (the older "
+        "name of --train_sampling_strategy group_by_length).");
 
   t.group("best model and resuming");
   t.add(&TA::load_best_model_at_end, "load_best_model_at_end",

@@ -29,7 +29,8 @@ std::shared_ptr<Sampler> make_train_sampler(const Dataset& dataset,
   }
   if (distributed)
     return std::make_shared<DistributedSampler>(dataset.size(), options.num_replicas, options.rank,
-                                                /*shuffle=*/true, options.seed, options.drop_last);
+                                                options.shuffle, options.seed, options.drop_last);
+  if (!options.shuffle) return std::make_shared<SequentialSampler>(dataset.size());
   return std::make_shared<RandomSampler>(dataset.size(), options.seed);
 }
 

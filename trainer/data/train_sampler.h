@@ -11,6 +11,8 @@ namespace ctrainer {
 /// What decides the training sampler.
 struct TrainSamplerOptions {
   int64_t seed = 42;  ///< TrainingArguments::sampler_seed()
+  /// false (--train_sampling_strategy sequential): the dataset's order every epoch.
+  bool shuffle = true;
   /// --group_by_length: group examples of similar length.
   bool group_by_length = false;
   /// Examples per optimizer step on one process (per-device batch x gradient accumulation):
@@ -21,9 +23,10 @@ struct TrainSamplerOptions {
   bool drop_last = false;  ///< --dataloader_drop_last (used by the distributed samplers)
 };
 
-/// RandomSampler, or LengthGroupedSampler with group_by_length; their distributed variants
-/// (DistributedSampler, DistributedLengthGroupedSampler) when num_replicas > 1. Throws
-/// ArgumentError when group_by_length is set but the dataset has no lengths().
+/// RandomSampler, SequentialSampler without shuffle, or LengthGroupedSampler with
+/// group_by_length; their distributed variants (DistributedSampler, with or without shuffling,
+/// DistributedLengthGroupedSampler) when num_replicas > 1. Throws ArgumentError when
+/// group_by_length is set but the dataset has no lengths().
 std::shared_ptr<Sampler> make_train_sampler(const Dataset& dataset,
                                             const TrainSamplerOptions& options);
 
