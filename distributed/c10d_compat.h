@@ -7,6 +7,7 @@
 /// runs is the copy compiled into libtorch_cpu (Debian's libgloo is never linked), and ctrainer
 /// only passes gloo objects back to it through shared_ptr, so no gloo layout is compiled here.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if defined(CTRAINER_WITH_CUDA) && defined(USE_C10D_NCCL)

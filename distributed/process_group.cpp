@@ -43,19 +43,28 @@ std::string endpoint(const std::string& address, int port) {
   return address + ":" + std::to_string(port);
 }
 
-/// Rank 0 serves the store; the others connect to it (retrying until the timeout).
+/// Who serves the store, for messages (starts a sentence).
+std::string store_host(const ProcessInfo& info) {
+  return info.use_agent_store ? "The launcher's agent (TORCHELASTIC_USE_AGENT_STORE=True)"
+                              : "Rank 0";
+}
+
+/// Connects to the rendezvous store (retrying until the timeout). Rank 0 serves it unless
+/// torchrun's agent already does (TORCHELASTIC_USE_AGENT_STORE=True): then every rank is a
+/// client, as torch's `_create_c10d_store` makes them.
 c10::intrusive_ptr<c10d::TCPStore> open_store(const ProcessInfo& info, const std::string& address,
                                               milliseconds timeout) {
+  const bool serve = info.rank == 0 && !info.use_agent_store;
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(info.master_port);
-  options.isServer = info.rank == 0;
+  options.isServer = serve;
   options.numWorkers = static_cast<std::size_t>(info.world_size);
   options.waitWorkers = false;  // we count the joined ranks ourselves to report how many came
   options.timeout = timeout;
   try {
     return c10::make_intrusive<c10d::TCPStore>(address, options);
   } catch (const std::exception& error) {
-    if (info.rank == 0)
+    if (serve)
       throw DistributedError("rank 0 could not open the rendezvous store on port " +
                              std::to_string(info.master_port) + " (MASTER_ADDR:MASTER_PORT=" +
                              endpoint(address, info.master_port) + "): " + describe(error) +
@@ -65,8 +74,8 @@ c10::intrusive_ptr<c10d::TCPStore> open_store(const ProcessInfo& info, const std
         "rank " + std::to_string(info.rank) + " could not reach the rendezvous store at " +
         "MASTER_ADDR:MASTER_PORT=" + endpoint(address, info.master_port) + " within " +
         seconds(timeout) + " (world size " + std::to_string(info.world_size) +
-        "): " + describe(error) +
-        ". Rank 0 hosts the store: check that it started and that every rank has the same "
+        "): " + describe(error) + ". " + store_host(info) +
+        " hosts the store: check that it started and that every rank has the same "
         "MASTER_ADDR and MASTER_PORT");
   }
 }
@@ -90,7 +99,7 @@ void wait_for_all_ranks(c10d::Store& store, const ProcessInfo& info, const std::
                            " lost the rendezvous store at MASTER_ADDR:MASTER_PORT=" +
                            endpoint(address, info.master_port) + " during the rendezvous (world " +
                            "size " + std::to_string(info.world_size) + "): " + describe(error) +
-                           ". Rank 0 hosts the store; did it exit?");
+                           ". " + store_host(info) + " hosts the store; did it exit?");
   }
   if (joined < info.world_size)
     throw DistributedError(
@@ -154,7 +163,8 @@ struct ProcessGroup::State {
   ProcessInfo info;
   ProcessGroupOptions options;
   std::string address;
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  /// The TCP store seen through this attempt's key prefix (ProcessInfo::store_prefix()).
+  c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::CollectiveBackend> backend;
   /// A collective failed: peers are gone or out of step, so no further collective (including
   /// the final barrier) can succeed. Atomic: set from the thread that waits.
@@ -186,7 +196,13 @@ ProcessGroup::ProcessGroup(const ProcessInfo& info, const ProcessGroupOptions& o
   state_->info = info;
   state_->options = options;
   state_->address = info.rendezvous_address();
-  state_->store = open_store(info, state_->address, options.timeout);
+  // Every key, ours and the backend's, lives under this attempt's prefix: torchrun's store
+  // survives a restart, and Gloo would otherwise read the dead workers' addresses.
+  state_->store = c10::make_intrusive<c10d::PrefixStore>(
+      info.store_prefix(), open_store(info, state_->address, options.timeout));
+  spdlog::debug("rendezvous store at {}, served by {}, keys under {}",
+                endpoint(state_->address, info.master_port),
+                info.use_agent_store ? "the launcher's agent" : "rank 0", info.store_prefix());
   wait_for_all_ranks(*state_->store, info, state_->address, options.timeout);
   try {
     state_->backend = options.backend == "nccl" ? create_nccl(state_->store, info, options.timeout)

@@ -1,6 +1,7 @@
 #pragma once
-/// \file The process group of a multi-process job: rendezvous through a TCP store hosted by
-/// rank 0 at MASTER_ADDR:MASTER_PORT, then a Gloo (CPU) or NCCL (CUDA) communicator. c10d is
+/// \file The process group of a multi-process job: rendezvous through a TCP store at
+/// MASTER_ADDR:MASTER_PORT (hosted by rank 0, or by torchrun's agent when
+/// TORCHELASTIC_USE_AGENT_STORE=True), then a Gloo (CPU) or NCCL (CUDA) communicator. c10d is
 /// only included by process_group.cpp, so users of this header compile quickly.
 #include <chrono>
 #include <functional>
@@ -67,7 +68,10 @@ struct ProcessGroupOptions {
 /// it down (see shutdown()).
 class ProcessGroup {
  public:
-  /// Rendezvous and backend setup. Rank 0 hosts the TCP store. Throws DistributedError when
+  /// Rendezvous and backend setup. Rank 0 hosts the TCP store, unless `info.use_agent_store`
+  /// (torchrun's agent serves it; every rank connects). Every key goes under
+  /// `info.store_prefix()`, so a restarted attempt never sees the keys of the one before.
+  /// Throws DistributedError when
   /// the store is unreachable or not every rank joins within `options.timeout` (the message
   /// names MASTER_ADDR:MASTER_PORT, the world size and how many ranks joined).
   ProcessGroup(const ProcessInfo& info, const ProcessGroupOptions& options);
@@ -104,8 +108,8 @@ class ProcessGroup {
   /// be matched against their collectives, or wait for the timeout). Idempotent.
   void abort();
 
-  /// Clean teardown: a final barrier (so rank 0, which hosts the store, leaves last), then the
-  /// communicator and the store are released. Idempotent. Throws DistributedError when the
+  /// Clean teardown: a final barrier (so that rank 0, when it hosts the store, leaves last), then
+  /// the communicator and the store are released. Idempotent. Throws DistributedError when the
   /// barrier fails; the destructor calls it and only logs a failure. After a collective failed
   /// (a DistributedError was thrown) the group is broken and shutdown() skips the barrier.
   void shutdown();

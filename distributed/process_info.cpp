@@ -40,6 +40,27 @@ std::string rank_pair(const char* rank_name, int64_t rank, const char* size_name
          std::to_string(size);
 }
 
+/// TORCHELASTIC_USE_AGENT_STORE as torchrun writes it: Python's str(True) / str(False). torch
+/// reads anything but "True" as False; a value such as "1" or "true" is refused here instead,
+/// because guessing wrong either makes rank 0 bind the agent's port or leaves nobody serving.
+bool read_use_agent_store(const Variables& vars) {
+  const auto raw = vars.text("TORCHELASTIC_USE_AGENT_STORE");
+  if (!raw || *raw == "False") return false;
+  if (*raw == "True") {
+    for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
+      if (!vars.has(name))
+        throw ArgumentError(std::string("TORCHELASTIC_USE_AGENT_STORE=True but ") + name +
+                            " is not set: the launcher's store is at MASTER_ADDR:MASTER_PORT. "
+                            "Launch with torchrun (or ctrainer-run), or unset "
+                            "TORCHELASTIC_USE_AGENT_STORE to let rank 0 host the store");
+    return true;
+  }
+  throw ArgumentError("environment variable TORCHELASTIC_USE_AGENT_STORE='" + *raw +
+                      "' must be True or False (Python's spelling, as torchrun writes it); "
+                      "unset it unless a torchrun agent serves the store at "
+                      "MASTER_ADDR:MASTER_PORT");
+}
+
 void read_torchrun(const Variables& vars, int64_t local_rank_flag, ProcessInfo& info) {
   info.world_size = vars.integer("WORLD_SIZE", 1);
   info.rank = vars.integer("RANK", 0);
@@ -48,6 +69,7 @@ void read_torchrun(const Variables& vars, int64_t local_rank_flag, ProcessInfo& 
   info.local_world_size = vars.integer("LOCAL_WORLD_SIZE", info.world_size);
   info.node_rank =
       vars.integer("GROUP_RANK", info.rank / std::max<int64_t>(info.local_world_size, 1));
+  info.use_agent_store = read_use_agent_store(vars);
 }
 
 void read_slurm(const Variables& vars, ProcessInfo& info) {
@@ -110,6 +132,9 @@ void validate(const ProcessInfo& info) {
   if (info.master_port < 1 || info.master_port > 65535)
     throw ArgumentError("MASTER_PORT=" + std::to_string(info.master_port) +
                         " must be a TCP port in [1, 65535]");
+  if (info.restart_count < 0)
+    throw ArgumentError("TORCHELASTIC_RESTART_COUNT=" + std::to_string(info.restart_count) +
+                        " must be >= 0 (the launcher counts its restarts from 0)");
   if (info.master_addr && info.master_addr->empty())
     throw ArgumentError("MASTER_ADDR is empty; set it to the host of rank 0");
 }
@@ -137,6 +162,10 @@ std::string ProcessInfo::rendezvous_address() const {
                       std::to_string(world_size) +
                       ", LOCAL_WORLD_SIZE=" + std::to_string(local_world_size) +
                       "); export MASTER_ADDR=<host of rank 0> or launch with ctrainer-run");
+}
+
+std::string ProcessInfo::store_prefix() const {
+  return "/worker/attempt_" + std::to_string(restart_count);
 }
 
 ProcessInfo ProcessInfo::from_variables(const Lookup& lookup, int64_t local_rank_flag) {

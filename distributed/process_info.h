@@ -32,11 +32,22 @@ struct ProcessInfo {
   int master_port = 29500;  ///< port of the rendezvous store (MASTER_PORT)
   /// How often the launcher restarted the job (TORCHELASTIC_RESTART_COUNT), 0 on the first try.
   int64_t restart_count = 0;
+  /// TORCHELASTIC_USE_AGENT_STORE=True (torchrun): the launcher's elastic agent already serves
+  /// the rendezvous store at MASTER_ADDR:MASTER_PORT, so every rank, rank 0 included, connects
+  /// to it as a client. False or unset (ctrainer-run, SLURM, OpenMPI): rank 0 hosts the store.
+  /// Only read in torchrun's environment (RANK / WORLD_SIZE), where torch reads it too.
+  bool use_agent_store = false;
   LaunchEnvironment launched_by = LaunchEnvironment::kSingleProcess;
 
   bool is_world_process_zero() const { return rank == 0; }
   bool is_local_process_zero() const { return local_rank == 0; }
   bool is_distributed() const { return world_size > 1; }
+
+  /// The key prefix of this attempt in the rendezvous store, "/worker/attempt_<restart_count>":
+  /// torchrun's store outlives a restart of the workers, so an attempt must not read the keys
+  /// of the one before (the peers' old Gloo addresses). The name is the one torch's
+  /// `_create_c10d_store` used for the agent's store.
+  std::string store_prefix() const;
 
   /// MASTER_ADDR, or 127.0.0.1 when it is unset and every rank runs on this node. Throws
   /// ArgumentError when it is unset in a multi-node job (nobody can guess rank 0's host).

@@ -19,6 +19,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/distributed/launcher_error_file.h>
 #include <ctrainer/trainer/args/option_codec.h>
 #include <ctrainer/trainer/errors.h>
 
@@ -453,6 +454,7 @@ TrainingArguments parse_args_or_exit(ArgumentParser& parser, int argc, char** ar
     }
   } catch (const ArgumentError& e) {
     std::cerr << "error: " << e.what() << std::endl;
+    record_error_for_launcher(e.what());
     std::exit(2);
   }
   return args;
@@ -463,9 +465,11 @@ int run_reporting_errors(const std::function<int()>& body) {
     return body();
   } catch (const ArgumentError& e) {
     std::cerr << "error: " << e.what() << std::endl;
+    record_error_for_launcher(e.what());
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
+    record_error_for_launcher(e.what());
     return 1;
   }
 }

@@ -104,12 +104,14 @@ class ArgumentParser {
 };
 
 /// For main(): parses and validates. On --help prints the help to stdout and exits with 0; on
-/// ArgumentError prints "error: <message>" to stderr and exits with 2.
+/// ArgumentError prints "error: <message>" to stderr (and to torchrun's error file, see
+/// record_error_for_launcher) and exits with 2.
 TrainingArguments parse_args_or_exit(ArgumentParser& parser, int argc, char** argv);
 
 /// For main(): runs `body` and returns its exit code; an ArgumentError (bad input) is printed as
 /// "error: <message>" to stderr and gives 2, any other exception gives 1, as the examples
-/// document.
+/// document. Under torchrun the message also goes to its error file (record_error_for_launcher),
+/// so torchrun's failure summary names it.
 int run_reporting_errors(const std::function<int()>& body);
 
 }  // namespace ctrainer

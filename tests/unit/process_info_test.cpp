@@ -1,10 +1,19 @@
 // ProcessInfo from the launch environment: torchrun > SLURM > OpenMPI > single process,
-// --local_rank, SLURM host lists and task counts, and errors naming the variable.
+// torchrun's agent store and restart count, --local_rank, SLURM host lists and task counts, and
+// errors naming the variable.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/distributed/launcher_error_file.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
@@ -91,6 +100,77 @@ TEST(ProcessInfo, TorchrunVariables) {
   EXPECT_TRUE(info.is_distributed());
 }
 
+TEST(ProcessInfo, TheEnvironmentTheRealTorchrunGives) {
+  // What torch 2.15's torchrun --standalone --nproc_per_node 2 gave rank 1 after one restart
+  // (recorded from a real run; torchrun's own variables besides the ones ctrainer reads
+  // included, to show they are accepted).
+  const ProcessInfo info = from({{"RANK", "1"},
+                                 {"LOCAL_RANK", "1"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"LOCAL_WORLD_SIZE", "2"},
+                                 {"GROUP_RANK", "0"},
+                                 {"GROUP_WORLD_SIZE", "1"},
+                                 {"ROLE_RANK", "1"},
+                                 {"ROLE_NAME", "default"},
+                                 {"ROLE_WORLD_SIZE", "2"},
+                                 {"MASTER_ADDR", "localhost"},
+                                 {"MASTER_PORT", "35175"},
+                                 {"TORCHELASTIC_RESTART_COUNT", "1"},
+                                 {"TORCHELASTIC_MAX_RESTARTS", "1"},
+                                 {"TORCHELASTIC_RUN_ID", "4abbffe4-b819-4fc4-a819-5c264fdba6e7"},
+                                 {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                 {"TORCHELASTIC_ERROR_FILE", "/tmp/x/attempt_1/1/error.json"},
+                                 {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+                                 {"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(info.launched_by, LaunchEnvironment::kTorchrun);
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(info.world_size, 2);
+  EXPECT_EQ(info.local_rank, 1);
+  EXPECT_EQ(info.local_world_size, 2);
+  EXPECT_EQ(info.node_rank, 0);
+  EXPECT_EQ(info.rendezvous_address(), "localhost");
+  EXPECT_EQ(info.master_port, 35175);
+  EXPECT_EQ(info.restart_count, 1);
+  EXPECT_TRUE(info.use_agent_store);  // every rank, rank 0 too, is a client of the agent's store
+  EXPECT_EQ(info.store_prefix(), "/worker/attempt_1");
+}
+
+TEST(ProcessInfo, AgentStoreIsReadAsTorchrunWritesIt) {
+  const Vars base = {
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29400"}};
+  EXPECT_FALSE(from(base).use_agent_store);  // unset: rank 0 hosts the store
+  Vars vars = base;
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // ctrainer-run
+  EXPECT_FALSE(from(vars).use_agent_store);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";  // torchrun
+  EXPECT_TRUE(from(vars).use_agent_store);
+  EXPECT_EQ(from(vars).store_prefix(), "/worker/attempt_0");
+  // Other spellings are refused rather than read as False (torch's reading) or True.
+  for (const char* bad : {"true", "1", "yes"}) {
+    vars["TORCHELASTIC_USE_AGENT_STORE"] = bad;
+    EXPECT_NE(
+        error_of(vars).find(std::string("environment variable TORCHELASTIC_USE_AGENT_STORE='") +
+                            bad + "' must be True or False"),
+        std::string::npos)
+        << bad;
+  }
+  // The agent's store is at MASTER_ADDR:MASTER_PORT; without them nobody can find it.
+  for (const char* missing : {"MASTER_ADDR", "MASTER_PORT"}) {
+    Vars without = base;
+    without.erase(missing);
+    without["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+    EXPECT_NE(error_of(without).find(std::string("TORCHELASTIC_USE_AGENT_STORE=True but ") +
+                                     missing + " is not set"),
+              std::string::npos)
+        << missing;
+  }
+  // Only torchrun's environment carries it: a leftover variable does not turn a SLURM job's
+  // rank 0 into a client of a store nobody serves.
+  Vars slurm = kSlurm;
+  slurm["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  EXPECT_FALSE(from(slurm).use_agent_store);
+}
+
 TEST(ProcessInfo, TorchrunWinsOverSlurmAndOpenMpi) {
   Vars vars = kSlurm;
   vars.insert(kOpenMpi.begin(), kOpenMpi.end());
@@ -165,12 +245,38 @@ TEST(ProcessInfo, BadValuesNameTheVariable) {
                 .find("WORLD_SIZE=0 (from SLURM) is inconsistent"),
             std::string::npos);
   EXPECT_NE(error_of({{"MASTER_PORT", "70000"}}).find("MASTER_PORT=70000"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "-1"}})
+                .find("TORCHELASTIC_RESTART_COUNT=-1 must be >= 0"),
+            std::string::npos);
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "3"}})
                 .find("a node cannot hold more processes than the job"),
             std::string::npos);
   Vars bad_list = kSlurm;
   bad_list["SLURM_NODELIST"] = "gpu[07-10";
   EXPECT_NE(error_of(bad_list).find("cannot parse SLURM node list 'gpu[07-10'"), std::string::npos);
+}
+
+TEST(LauncherErrorFile, WritesTheLayoutTorchrunReads) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ctrainer_error_file_" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(path);
+  ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  record_error_for_launcher("not written");  // no launcher asked for it
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  ::setenv("TORCHELASTIC_ERROR_FILE", path.c_str(), 1);
+  record_error_for_launcher("--learning_rate 'x' is not a number");
+  ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  std::ifstream in(path);
+  const auto data = nlohmann::json::parse(in);
+  // torchrun's ProcessFailure reads message.message, message.extraInfo.py_callstack (printed
+  // in its summary) and int(message.extraInfo.timestamp).
+  const auto& message = data.at("message");
+  EXPECT_EQ(message.at("message"), "--learning_rate 'x' is not a number");
+  EXPECT_EQ(message.at("extraInfo").at("py_callstack"), "--learning_rate 'x' is not a number");
+  const std::string timestamp = message.at("extraInfo").at("timestamp");
+  EXPECT_GT(std::stoll(timestamp), 1700000000);  // seconds since 1970, written as a string
+  std::filesystem::remove(path);
 }
 
 TEST(SlurmHostlist, FirstHost) {
