@@ -1,7 +1,11 @@
 // Which BLAS libtorch uses (the reference-BLAS warning) and the explicit intra-op thread count.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include <ATen/Parallel.h>
 
@@ -9,6 +13,23 @@
 
 namespace ctrainer {
 namespace {
+
+// libtorch_cpu exports a copy of libstdc++'s std::filesystem (pytorch/pytorch#133437); mixing it
+// with the system's (path objects built by one, used by the other) is what the programs must
+// avoid. They list libstdc++ before libtorch (CMakeLists.txt), so the system's copy is the one
+// every caller binds to.
+TEST(CpuRuntime, StdFilesystemComesFromTheSystemsLibstdcxxNotLibtorch) {
+  using CreateDirectories = bool (*)(const std::filesystem::path&);
+  const auto create = static_cast<CreateDirectories>(&std::filesystem::create_directories);
+  Dl_info info{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(create), &info), 0);
+  EXPECT_NE(std::string(info.dli_fname).find("libstdc++"), std::string::npos) << info.dli_fname;
+  // A symbol libstdc++ itself needs (the exception type of every throwing std::filesystem call).
+  void* what = ::dlsym(RTLD_DEFAULT, "_ZNKSt10filesystem7__cxx1116filesystem_error4whatEv");
+  ASSERT_NE(what, nullptr);
+  ASSERT_NE(::dladdr(what, &info), 0);
+  EXPECT_NE(std::string(info.dli_fname).find("libstdc++"), std::string::npos) << info.dli_fname;
+}
 
 TEST(CpuRuntime, TheWheelsLibtorchHasItsOwnOptimisedBlas) {
   // The pinned x86-64 wheel links MKL into libtorch_cpu: nothing to warn about, whatever
