@@ -173,7 +173,7 @@ void TrainingArguments::validate() {
   }
   group_by_length = train_sampling_strategy == "group_by_length";
   // Pinned memory needs an accelerator; transformers turns it off for CPU runs too.
-  if (use_cpu) dataloader_pin_memory = false;
+  if (on_cpu_requested()) dataloader_pin_memory = false;
 
   // ---- 3. ranges ----
   if (output_dir.empty()) throw ArgumentError("--output_dir must not be empty");

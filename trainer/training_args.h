@@ -118,8 +118,12 @@ struct TrainingArguments {
   bool save_on_signal = true;
 
   // ---- device / precision ----
-  /// Alias: no_cuda.
-  bool use_cpu = false;
+  /// Alias: no_cuda. Unset (HF's default false): a GPU when this build has CUDA and one is
+  /// visible, else the CPU. true: the CPU. false, given explicitly: a GPU is required, and
+  /// select_device() refuses to fall back to the CPU.
+  std::optional<bool> use_cpu;
+  /// use_cpu as HF reads it: true only when --use_cpu was given.
+  bool on_cpu_requested() const { return use_cpu.value_or(false); }
   /// float16 mixed precision: autocast of forward+loss and dynamic loss scaling (CUDA only).
   bool fp16 = false;
   /// bfloat16 mixed precision: autocast of forward+loss, no loss scaling (CPU and CUDA).

@@ -49,9 +49,12 @@ inline std::string fresh_output_dir(const std::string& name) {
   return dir.string();
 }
 
-/// Arguments that keep tests quiet and fast: no progress bar, warnings only.
+/// Arguments that keep tests quiet and fast: no progress bar, warnings only, on the CPU even on
+/// a GPU machine (these tests compare with CPU computations; tests/unit/cuda_test.cpp covers
+/// the GPU).
 inline TrainingArguments quiet_args(const std::string& name) {
   TrainingArguments args;
+  args.use_cpu = true;
   args.output_dir = fresh_output_dir(name);
   args.disable_tqdm = true;
   args.log_level = "error";

@@ -66,6 +66,26 @@ TEST(Cuda, DeviceIsCudaLocalRankUnlessUseCpu) {
   }
   args.use_cpu = true;
   EXPECT_TRUE(select_device(args, 0).is_cpu());
+  args.use_cpu = false;  // given explicitly: a GPU, which is there
+  EXPECT_EQ(select_device(args, 0), kGpu);
+}
+
+// Runs where the CUDA tests skip: a GPU request that cannot be met is an error, not a silent CPU
+// run; without the flag the CPU is the fallback, as in HF.
+TEST(Cuda, ExplicitUseCpuFalseWithoutAGpuIsAnError) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible: the request can be met";
+  TrainingArguments args;
+  EXPECT_TRUE(select_device(args, 0).is_cpu());
+  args.use_cpu = false;
+  try {
+    select_device(args, 0);
+    FAIL() << "expected an ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("--use_cpu false asks for a GPU, but no CUDA GPU is "
+                                         "visible"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Cuda, PinnedBatchesCopyWithoutBlockingAndArriveIntact) {

@@ -124,7 +124,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"resume_from_checkpoint", nullptr},
       {"ignore_data_skip", false},
       {"save_on_signal", true},
-      {"use_cpu", false},
+      {"use_cpu", nullptr},
       {"fp16", false},
       {"bf16", false},
       {"half_precision_backend", "auto"},
@@ -224,7 +224,7 @@ TEST(ArgumentParserTest, Aliases) {
   const TrainingArguments a = parse_ok({"--evaluation_strategy", "epoch", "--no_cuda"});
   EXPECT_EQ(a.eval_strategy, "epoch");
   EXPECT_TRUE(a.do_eval);  // as transformers: an eval strategy implies do_eval
-  EXPECT_TRUE(a.use_cpu);
+  EXPECT_EQ(a.use_cpu, true);
   EXPECT_FALSE(a.dataloader_pin_memory);  // pinned memory needs an accelerator
   EXPECT_EQ(parse_ok({"--local-rank=-1"}).local_rank, -1);
   EXPECT_EQ(parse_ok({"--per-device-train-batch-size", "4"}).per_device_train_batch_size, 4);

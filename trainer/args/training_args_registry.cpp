@@ -183,7 +183,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "code 143 (SIGTERM) or 130 (SIGINT); a second SIGINT aborts at once.");
 
   t.group("device and precision");
-  t.add(&TA::use_cpu, "use_cpu", "Train on the CPU even when an accelerator is available.")
+  t.add(&TA::use_cpu, "use_cpu", "Train on the CPU even when an accelerator is available. Unset: a GPU when one is "
+        "visible, else the CPU; false, given explicitly: a GPU is required.")
       .aliases = {"no_cuda"};
   t.add(&TA::fp16, "fp16", "float16 mixed-precision training.");
   t.add(&TA::bf16, "bf16", "bfloat16 mixed-precision training.");
