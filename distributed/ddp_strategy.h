@@ -54,7 +54,7 @@ class DDPStrategy : public Strategy {
   at::Tensor clip_grad_norm(Model& model, double max_norm) override;
   void optimizer_step(torch::optim::Optimizer& optimizer) override;
   /// Zeroes the flat buffers. Gradients must stay views into them, so neither set-to-none nor
-  /// Optimizer::zero_grad (which throws on view gradients in 1.13, libtorch-compat row 3c).
+  /// Optimizer::zero_grad (which sets gradients to none by default in torch 2.x).
   void zero_grad(Model& model) override;
   at::Tensor mean_across_processes(const at::Tensor& value) override;
   at::Tensor any_across_processes(const at::Tensor& flag) override;

@@ -76,8 +76,8 @@ class GradientReducer {
   struct State;
 
  private:
-  /// Shared with the hooks, which outlive the reducer (hooks cannot be removed from an
-  /// accumulator in libtorch 1.13): they hold a weak_ptr and do nothing once it expired.
+  /// Shared with the hooks, which stay registered on the gradient accumulators after the reducer
+  /// is gone: they hold a weak_ptr and do nothing once it expired.
   std::shared_ptr<State> state_;
 };
 

@@ -24,7 +24,7 @@ void warn_if_reference_blas();
 
 /// Sets the intra-op thread count explicitly: all cores available to this process, shared among
 /// the processes of this node, unless OMP_NUM_THREADS was set by the user (libtorch's own default
-/// depends on the build, e.g. 1 thread in Debian's libtorch 1.13).
+/// depends on its build and on which BLAS / OpenMP runtime initialises first).
 void configure_intra_op_threads(int64_t local_world_size);
 
 }  // namespace ctrainer

@@ -26,8 +26,8 @@ ModelOutput TransformerClassifier::forward(const Batch& batch) {
   at::Tensor h = (tokens_->forward(ids) + positions_->forward(pos).unsqueeze(0)).transpose(0, 1);
   const bool padded = batch.contains("attention_mask");
   at::Tensor mask = padded ? batch.at("attention_mask") : at::ones_like(ids);
-  // Without padding no key mask is passed: an all-false mask changes nothing, and libtorch
-  // 1.13's C++ MultiheadAttention cannot apply one to bf16 scores (autocast under --bf16).
+  // Without padding no key mask is passed: an all-false mask changes nothing but costs a
+  // masked fill of every score.
   h = encoder_->forward(h, /*src_mask=*/{},
                         /*src_key_padding_mask=*/padded ? mask.eq(0) : at::Tensor());
   // Mean over real tokens only.

@@ -56,7 +56,7 @@ TEST(GradScaler, TorchDefaultsAreGradScalers) {
   EXPECT_EQ(state["backoff_factor"], 0.5);
   EXPECT_EQ(state["growth_interval"], 2000);
   EXPECT_EQ(state["_growth_tracker"], 0);
-  // The fused kernels are used exactly where the build has them (1.13 CPU: fallback).
+  // The fused kernels are used exactly where the build has them (else the fallback).
   EXPECT_EQ(scaler.uses_fused_kernels(),
             compat::has_kernel_for("aten::_amp_update_scale_", c10::DeviceType::CPU));
 }

@@ -37,9 +37,9 @@ using torch::optim::SGDParamState;
 
 constexpr const char* kLoad = "load_optimizer_state_dict: ";
 
-// libtorch keys Optimizer::state() by the parameter's TensorImpl: 1.13 uses the pointer printed
-// into a std::string (c10::guts::to_string streams it), 2.x the pointer itself as void*. Deriving
-// the key from the map's own key_type keeps one code path for both versions.
+// libtorch keys Optimizer::state() by the parameter's TensorImpl (the pointer as void* in 2.x;
+// 1.13 printed it into a std::string). The key comes from the map's own key_type so that this
+// file does not depend on that choice.
 using StateMap =
     std::remove_cv_t<std::remove_reference_t<decltype(std::declval<const Optimizer&>().state())>>;
 using StateKey = typename StateMap::key_type;

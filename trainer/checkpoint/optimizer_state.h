@@ -1,7 +1,7 @@
 #pragma once
 /// \file An optimizer's full state (per-parameter buffers, per-group hyper-parameters) as named
 /// tensors plus JSON, so checkpoints never depend on libtorch's TorchScript-versioned archive
-/// format and load the same under libtorch 1.13 and torch 2.x.
+/// format and load the same under every torch version (files written by 1.13 builds included).
 #include <map>
 #include <string>
 

@@ -19,8 +19,8 @@ inline constexpr int kRngStateFormatVersion = 1;
 /// in builds with CTRAINER_WITH_CUDA and when CUDA is available; the vector's size is the device
 /// count), plus free-form sampler state (JSON, filled by the caller: seed, epoch, position).
 struct RngState {
-  /// The CPU generator's state bytes (5056 in libtorch 1.13: mt19937 state plus the cached
-  /// normal samples).
+  /// The CPU generator's state bytes (5056: mt19937 state plus the cached normal samples; the
+  /// same layout in torch 2.11-2.15 as in 1.13, see rng_state_test).
   std::vector<uint8_t> cpu;
   /// One entry per CUDA device, in device order (16 bytes each: seed and Philox offset).
   std::vector<std::vector<uint8_t>> cuda;
