@@ -289,6 +289,7 @@ void Trainer::log(nlohmann::json logs) {
   nlohmann::json entry = logs;
   entry["step"] = state_.global_step;
   state_.log_history.push_back(entry);
+  control_.should_log = false;  // HF's CallbackHandler.on_log, before the callbacks see it
   fire(&TrainerCallback::on_log, nullptr, &logs);
 }
 

@@ -154,6 +154,7 @@ TEST(TrainerTraining, LogsTheLearningRateTheStepUsedAndGradNormWithoutClipping) 
     args.learning_rate = 0.1;
     args.lr_scheduler_type = "linear";
     args.max_grad_norm = max_grad_norm;
+    torch::manual_seed(7);  // the same initial weights for both runs
     Trainer trainer(std::make_shared<LinearRegression>(2, 1), args, {.train_dataset = data});
     trainer.train();
     EXPECT_EQ(trainer.state().eval_steps, 500);  // no eval_steps: HF keeps TrainerState's 500
