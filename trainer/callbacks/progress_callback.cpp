@@ -18,7 +18,8 @@ std::string format_duration(double seconds) {
 
 std::string format_value(const nlohmann::json& v) {
   if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
-  if (v.is_string()) return "'" + v.get<std::string>() + "'";
+  // fmt rather than operator+ on a temporary: GCC 12 warns (-Wstringop-overflow) on the latter.
+  if (v.is_string()) return fmt::format("'{}'", v.get_ref<const std::string&>());
   return v.dump();
 }
 
