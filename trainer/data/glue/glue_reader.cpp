@@ -47,7 +47,9 @@ ColumnLayout resolve_layout(const GlueTask& task, const std::vector<std::string>
 
 std::string quoted(std::string_view s) {
   constexpr size_t kMax = 60;
-  std::string out = "'" + std::string(s.substr(0, kMax)) + (s.size() > kMax ? "...'" : "'");
+  std::string out(1, '\'');
+  out.append(s.substr(0, kMax));
+  out.append(s.size() > kMax ? "...'" : "'");
   return out;
 }
 
