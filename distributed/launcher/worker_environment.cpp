@@ -43,7 +43,7 @@ std::map<std::string, std::string> worker_environment(const LaunchOptions& optio
   if (const char* threads = variable("OMP_NUM_THREADS"))
     env["OMP_NUM_THREADS"] = threads;
   else if (sets_default_omp_threads(options))
-    env["OMP_NUM_THREADS"] = std::string(1, '1');
+    env["OMP_NUM_THREADS"] = std::string(1, '1');  // not = "1": GCC 12's -Wstringop-overflow
   return env;
 }
 

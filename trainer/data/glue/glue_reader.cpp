@@ -47,6 +47,7 @@ ColumnLayout resolve_layout(const GlueTask& task, const std::vector<std::string>
 
 std::string quoted(std::string_view s) {
   constexpr size_t kMax = 60;
+  // Appends rather than operator+ on temporaries: GCC 12 warns (-Wstringop-overflow) on those.
   std::string out(1, '\'');
   out.append(s.substr(0, kMax));
   out.append(s.size() > kMax ? "...'" : "'");
