@@ -1,11 +1,11 @@
 #include <ctrainer/distributed/ddp_strategy.h>
 
+#include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
 #include <ctrainer/distributed/tensor_gather.h>
-#include <ctrainer/models/model.h>
-#include <ctrainer/trainer/errors.h>
-#include <ctrainer/trainer/optim/grad_clip.h>
+#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/grad_clip.h>
 
 namespace ctrainer {
 
@@ -34,7 +34,7 @@ DDPStrategy::DDPStrategy(ProcessGroup& group, DDPOptions options)
 
 DDPStrategy::~DDPStrategy() = default;
 
-void DDPStrategy::setup(Model& model, const c10::Device& device) {
+void DDPStrategy::setup(torch::nn::Module& model, const c10::Device& device) {
   model.to(device);
   {
     // Every rank starts from rank 0's weights, whatever its seed did (torch DDP's
@@ -61,7 +61,7 @@ void DDPStrategy::backward(const at::Tensor& loss, bool sync) {
   reducer_->finalize();
 }
 
-at::Tensor DDPStrategy::clip_grad_norm(Model& model, double max_norm) {
+at::Tensor DDPStrategy::clip_grad_norm(torch::nn::Module& model, double max_norm) {
   // clip_grad_norm_ scales the gradients in place (mul_), so they stay bucket views.
   return clip_grad_norm_(model.parameters(), max_norm);
 }
@@ -70,7 +70,7 @@ void DDPStrategy::optimizer_step(torch::optim::Optimizer& optimizer) {
   optimizer.step();
 }
 
-void DDPStrategy::zero_grad(Model& /*model*/) {
+void DDPStrategy::zero_grad(torch::nn::Module& /*model*/) {
   if (reducer_) reducer_->zero_grad();
 }
 

@@ -45,17 +45,17 @@ class DDPStrategy : public Strategy {
   /// Moves the model to `device`, broadcasts its parameters and buffers from rank 0, and
   /// builds the gradient buckets: each trainable parameter's .grad becomes a view into its
   /// bucket's flat buffer. Collective. Call once, before the optimizer is created or stepped.
-  void setup(Model& model, const c10::Device& device) override;
+  void setup(torch::nn::Module& model, const c10::Device& device) override;
   /// loss.backward(); with `sync`, also averages the gradients over all ranks (buckets are
   /// launched during backward and waited for here). Without `sync` (an accumulation micro-step)
   /// gradients only accumulate locally.
   void backward(const at::Tensor& loss, bool sync) override;
   /// The local norm, which is the global one: gradients are identical on every rank.
-  at::Tensor clip_grad_norm(Model& model, double max_norm) override;
+  at::Tensor clip_grad_norm(torch::nn::Module& model, double max_norm) override;
   void optimizer_step(torch::optim::Optimizer& optimizer) override;
   /// Zeroes the flat buffers. Gradients must stay views into them, so neither set-to-none nor
   /// Optimizer::zero_grad (which sets gradients to none by default in torch 2.x).
-  void zero_grad(Model& model) override;
+  void zero_grad(torch::nn::Module& model) override;
   at::Tensor mean_across_processes(const at::Tensor& value) override;
   at::Tensor any_across_processes(const at::Tensor& flag) override;
   std::vector<at::Tensor> all_gather(const at::Tensor& tensor) override;

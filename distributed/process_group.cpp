@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <ctrainer/distributed/c10d_compat.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 #ifdef CTRAINER_HAS_NCCL
 #include <c10/cuda/CUDAFunctions.h>

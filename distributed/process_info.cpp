@@ -5,7 +5,7 @@
 #include <string>
 
 #include <ctrainer/distributed/slurm_hostlist.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

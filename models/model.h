@@ -7,8 +7,8 @@
 #include <torch/nn/module.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/data/batch.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/batch.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

@@ -10,8 +10,8 @@
 #include <fmt/ranges.h>
 
 #include <ctrainer/integrations/safetensors.h>
-#include <ctrainer/trainer/errors.h>
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/logging.h>
 
 namespace ctrainer {
 namespace fs = std::filesystem;

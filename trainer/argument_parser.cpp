@@ -21,7 +21,7 @@
 
 #include <ctrainer/distributed/launcher_error_file.h>
 #include <ctrainer/trainer/args/option_codec.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

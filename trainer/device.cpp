@@ -2,7 +2,7 @@
 
 #include <torch/cuda.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

@@ -1,6 +1,6 @@
 #include <ctrainer/trainer/label_smoother.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

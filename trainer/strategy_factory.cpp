@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include <ctrainer/distributed/ddp_strategy.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 
 namespace ctrainer {

@@ -8,16 +8,16 @@
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
 
-#include <ctrainer/integrations/report_to.h>
 #include <ctrainer/trainer/callbacks/default_flow_callback.h>
 #include <ctrainer/trainer/callbacks/log_file_callback.h>
 #include <ctrainer/trainer/callbacks/progress_callback.h>
+#include <ctrainer/trainer/callbacks/report_to.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/cpu_runtime.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
 #include <ctrainer/trainer/data/train_sampler.h>
 #include <ctrainer/trainer/device.h>
-#include <ctrainer/trainer/errors.h>
 #include <ctrainer/trainer/label_smoother.h>
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/metrics_report.h>

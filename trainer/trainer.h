@@ -181,6 +181,7 @@ class Trainer {
     ctx.optimizer = optimizer_.get();
     ctx.lr_scheduler = lr_scheduler_.get();
     ctx.train_dataloader = train_dataloader_.get();
+    ctx.eval_dataloader = eval_dataloader_.get();
     ctx.metrics = metrics;
     ctx.logs = logs;
     callbacks_.call(event, args_, state_, control_, ctx);
@@ -245,6 +246,8 @@ class Trainer {
   std::shared_ptr<torch::optim::Optimizer> optimizer_;
   std::shared_ptr<LRScheduler> lr_scheduler_;
   std::shared_ptr<DataLoader> train_dataloader_;
+  /// The loader of the latest evaluate() or predict() (HF: callback_handler.eval_dataloader).
+  std::shared_ptr<DataLoader> eval_dataloader_;
   /// The batches of the running epoch, prefetched by the loader's workers (a member so that
   /// exit_on_signal can stop the workers before the process exits).
   std::unique_ptr<BatchStream> train_batches_;

@@ -12,7 +12,7 @@
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
 #include <ctrainer/trainer/checkpoint/rng_state.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/trainer.h>

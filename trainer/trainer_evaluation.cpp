@@ -80,6 +80,7 @@ void Trainer::cast_model_for_full_eval() {
 Metrics Trainer::evaluate(std::shared_ptr<Dataset> eval_dataset,
                           const std::string& metric_key_prefix) {
   auto loader = get_eval_dataloader(std::move(eval_dataset));
+  eval_dataloader_ = loader;  // callbacks see it from the first on_prediction_step on
   const auto start = std::chrono::steady_clock::now();
   const bool loss_only = !components_.compute_metrics;
   EvalLoopOutput output = evaluation_loop(*loader, loss_only, metric_key_prefix);
@@ -97,6 +98,7 @@ Metrics Trainer::evaluate(std::shared_ptr<Dataset> eval_dataset,
 PredictionOutput Trainer::predict(std::shared_ptr<Dataset> test_dataset,
                                   const std::string& metric_key_prefix) {
   auto loader = get_test_dataloader(std::move(test_dataset));
+  eval_dataloader_ = loader;  // as HF's evaluation_loop, also for predict()
   const auto start = std::chrono::steady_clock::now();
   EvalLoopOutput output =
       evaluation_loop(*loader, /*prediction_loss_only=*/false, metric_key_prefix);

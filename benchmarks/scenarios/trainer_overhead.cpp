@@ -9,7 +9,7 @@
 
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/models/simple/transformer_classifier.h>
-#include <ctrainer/trainer/optim/grad_clip.h>
+#include <ctrainer/trainer/core/grad_clip.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 #include <ctrainer/trainer/trainer.h>

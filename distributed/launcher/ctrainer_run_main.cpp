@@ -7,7 +7,7 @@
 
 #include <ctrainer/distributed/launcher/launch_options.h>
 #include <ctrainer/distributed/launcher/supervisor.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 int main(int argc, char** argv) {
   try {

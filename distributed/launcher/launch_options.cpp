@@ -8,7 +8,7 @@
 
 #include <boost/program_options.hpp>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::launcher {
 namespace {

@@ -20,7 +20,7 @@
 #include <ctrainer/distributed/launcher/log_tail.h>
 #include <ctrainer/distributed/launcher/worker_environment.h>
 #include <ctrainer/distributed/launcher/worker_process.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::launcher {
 namespace {

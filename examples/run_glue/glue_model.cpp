@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/models/pretrained_weights.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 
 namespace run_glue {

@@ -19,9 +19,9 @@
 #include <ctrainer/models/bert/tokenizer.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/errors.h>
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/metrics/glue_metrics.h>
 #include <ctrainer/trainer/metrics_report.h>

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace {
 

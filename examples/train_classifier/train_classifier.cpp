@@ -14,7 +14,7 @@
 
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/output_dir.h>

@@ -4,7 +4,7 @@
 
 #include <torch/nn/functional/loss.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -6,7 +6,7 @@
 #include <c10/util/Half.h>
 #include <torch/nn/modules/normalization.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

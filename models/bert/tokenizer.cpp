@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

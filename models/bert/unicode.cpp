@@ -2,7 +2,7 @@
 
 #include <utf8proc.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::unicode {
 

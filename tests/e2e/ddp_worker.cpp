@@ -21,7 +21,7 @@
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/optim/grad_clip.h>
+#include <ctrainer/trainer/core/grad_clip.h>
 
 #include "support/parameter_dump.h"
 

@@ -27,7 +27,7 @@
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/parameter_dump.h"

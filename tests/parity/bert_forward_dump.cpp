@@ -20,7 +20,7 @@
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace {
 

@@ -18,7 +18,7 @@
 
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/pretrained_weights.h>
-#include <ctrainer/trainer/torch_compat.h>
+#include <ctrainer/trainer/core/torch_compat.h>
 
 #include "support/expect_error.h"
 #include "support/test_data.h"

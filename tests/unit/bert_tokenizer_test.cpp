@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace {
 

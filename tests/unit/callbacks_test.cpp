@@ -4,7 +4,7 @@
 
 #include <ctrainer/models/simple/linear_regression.h>
 #include <ctrainer/trainer/callbacks/early_stopping_callback.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/test_data.h"
@@ -67,6 +67,64 @@ TEST(Callbacks, EventSequenceOfASmallRun) {
                         "on_prediction_step", "on_predict"})
     expected.push_back(e);
   EXPECT_EQ(recorder->events, expected);
+}
+
+/// Records which loaders the context holds at each event.
+class LoaderRecordingCallback : public TrainerCallback {
+ public:
+  std::vector<std::string> seen;
+  std::string name() const override { return "LoaderRecordingCallback"; }
+  void on_step_end(Args, TrainerState&, TrainerControl&, Ctx ctx) override {
+    record("step_end", ctx);
+  }
+  void on_prediction_step(Args, TrainerState&, TrainerControl&, Ctx ctx) override {
+    record("prediction_step", ctx);
+  }
+  void on_evaluate(Args, TrainerState&, TrainerControl&, Ctx ctx) override {
+    record("evaluate", ctx);
+  }
+  void on_predict(Args, TrainerState&, TrainerControl&, Ctx ctx) override {
+    record("predict", ctx);
+  }
+
+ private:
+  // "<event> train=<batches> eval=<batches of <examples>>", "-" for a missing loader.
+  void record(const std::string& event, const CallbackContext& ctx) {
+    std::string line = event + " train=";
+    line += ctx.train_dataloader ? std::to_string(ctx.train_dataloader->num_batches()) : "-";
+    line += " eval=";
+    line += ctx.eval_dataloader ? std::to_string(ctx.eval_dataloader->num_batches()) + " of " +
+                                      std::to_string(ctx.eval_dataloader->dataset().size())
+                                : "-";
+    seen.push_back(line);
+  }
+};
+
+TEST(Callbacks, ContextHoldsTheTrainLoaderAndTheLatestEvalOrTestLoader) {
+  auto data = testing::make_regression_dataset(8, 2);  // batch 2 -> 4 batches
+  auto eval = testing::make_regression_dataset(4, 2);  // 2 batches
+  auto test = testing::make_regression_dataset(6, 2);  // 3 batches
+  auto args = testing::quiet_args("loaders");
+  args.per_device_train_batch_size = 2;
+  args.per_device_eval_batch_size = 2;
+  args.num_train_epochs = 1;
+  args.max_steps = 2;
+  args.save_strategy = "no";
+  auto recorder = std::make_shared<LoaderRecordingCallback>();
+  Trainer trainer(std::make_shared<LinearRegression>(2, 1), args,
+                  {.train_dataset = data, .eval_dataset = eval, .callbacks = {recorder}});
+  trainer.train();
+  trainer.evaluate();
+  trainer.predict(test);
+  // HF: train_dataloader from the training loop on, eval_dataloader from evaluation_loop on
+  // (predict() included), None before the first evaluation.
+  const std::vector<std::string> expected = {
+      "step_end train=4 eval=-",           "step_end train=4 eval=-",
+      "prediction_step train=4 eval=2 of 4", "prediction_step train=4 eval=2 of 4",
+      "evaluate train=4 eval=2 of 4",        "prediction_step train=4 eval=3 of 6",
+      "prediction_step train=4 eval=3 of 6", "prediction_step train=4 eval=3 of 6",
+      "predict train=4 eval=3 of 6"};
+  EXPECT_EQ(recorder->seen, expected);
 }
 
 /// Sets control flags at chosen steps.

@@ -15,7 +15,7 @@
 #include <ctrainer/trainer/callbacks/early_stopping_callback.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/test_data.h"

@@ -14,9 +14,9 @@
 
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/data/batch.h>
+#include <ctrainer/trainer/core/batch.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/device.h>
-#include <ctrainer/trainer/errors.h>
 #include <ctrainer/trainer/precision/autocast_scope.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 #include <ctrainer/trainer/precision/precision.h>

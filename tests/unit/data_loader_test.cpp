@@ -7,9 +7,9 @@
 #include <chrono>
 #include <thread>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/batch_stream.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <set>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/data_loader.h>
-#include <ctrainer/trainer/errors.h>
 #include <ctrainer/trainer/tensor_concat.h>
 
 namespace ctrainer {

@@ -18,11 +18,11 @@ namespace {
 class FixedGatherStrategy : public Strategy {
  public:
   explicit FixedGatherStrategy(std::vector<at::Tensor> parts) : parts_(std::move(parts)) {}
-  void setup(Model&, const c10::Device&) override {}
+  void setup(torch::nn::Module&, const c10::Device&) override {}
   void backward(const at::Tensor&, bool) override {}
-  at::Tensor clip_grad_norm(Model&, double) override { return {}; }
+  at::Tensor clip_grad_norm(torch::nn::Module&, double) override { return {}; }
   void optimizer_step(torch::optim::Optimizer&) override {}
-  void zero_grad(Model&) override {}
+  void zero_grad(torch::nn::Module&) override {}
   at::Tensor mean_across_processes(const at::Tensor& v) override { return v; }
   at::Tensor any_across_processes(const at::Tensor& f) override { return f; }
   std::vector<at::Tensor> all_gather(const at::Tensor&) override { return parts_; }

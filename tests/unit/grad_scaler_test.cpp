@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/torch_compat.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
-#include <ctrainer/trainer/torch_compat.h>
 
 #include "support/expect_error.h"
 

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <ctrainer/distributed/process_info.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/training_args.h>
 

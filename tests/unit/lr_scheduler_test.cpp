@@ -12,7 +12,7 @@
 #include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/training_args.h>
 

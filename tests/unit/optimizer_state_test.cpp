@@ -21,7 +21,7 @@
 #include "support/expect_error.h"
 
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 #include <ctrainer/trainer/training_args.h>
 

@@ -12,8 +12,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include <ctrainer/trainer/errors.h>
-#include <ctrainer/trainer/optim/grad_clip.h>
+#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/grad_clip.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 #include <ctrainer/trainer/training_args.h>
 

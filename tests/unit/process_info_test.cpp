@@ -17,7 +17,7 @@
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -14,7 +14,7 @@
 #include "support/expect_error.h"
 
 #include <ctrainer/trainer/checkpoint/rng_state.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

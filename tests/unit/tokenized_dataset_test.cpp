@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/glue/glue_dataset.h>
 #include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 #include <ctrainer/trainer/data/text/tokenized_cache.h>
-#include <ctrainer/trainer/errors.h>
 
 #include "support/expect_error.h"
 #include "support/test_data.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::args_detail {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 
 namespace ctrainer {

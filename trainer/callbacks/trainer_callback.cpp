@@ -1,6 +1,6 @@
 #include <ctrainer/trainer/callbacks/trainer_callback.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

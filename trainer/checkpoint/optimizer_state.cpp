@@ -16,7 +16,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

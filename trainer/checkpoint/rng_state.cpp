@@ -16,7 +16,7 @@
 #include <torch/cuda.h>
 #endif
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 
 namespace ctrainer {

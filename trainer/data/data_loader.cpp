@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <typeinfo>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrainer/trainer/data/batch.h>
+#include <ctrainer/trainer/core/batch.h>
 
 namespace ctrainer {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
-#include <ctrainer/trainer/errors.h>
 
 namespace ctrainer {
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -1,8 +1,8 @@
 #include <ctrainer/trainer/data/train_sampler.h>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
 #include <ctrainer/trainer/data/length_grouped_sampler.h>
-#include <ctrainer/trainer/errors.h>
 
 namespace ctrainer {
 

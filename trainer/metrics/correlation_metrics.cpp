@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::metrics {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/errors.h>
-#include <ctrainer/trainer/torch_compat.h>
+#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/torch_compat.h>
 
 namespace ctrainer {
 namespace {
@@ -29,7 +29,7 @@ std::string num(double value) {
 
 /// 0-dim float tensor, 1 when the gradient (its values, for a sparse one) holds an inf or NaN.
 /// g * 0 is NaN exactly for inf and NaN entries, and a sum of them stays NaN: one reduction per
-/// gradient and no host synchronisation (notes/libtorch-compat.md, result 2b).
+/// gradient and no host synchronisation.
 at::Tensor non_finite_partial(const at::Tensor& grad) {
   const at::Tensor values = grad.is_sparse() ? grad.coalesce().values() : grad;
   return values.mul(0).sum(at::kFloat);

@@ -60,7 +60,7 @@ struct GradScalerOptions {
 /// Where this libtorch build has the fused kernels for the device
 /// (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_: CUDA; CPU in 2.x) they are
 /// used and the scale stays on the device; otherwise a portable fallback computes the same
-/// result (notes/libtorch-compat.md, results 2 and 2b).
+/// result.
 class GradScaler {
  public:
   /// `device`: where the gradients live.

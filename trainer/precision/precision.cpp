@@ -5,7 +5,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #endif
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {

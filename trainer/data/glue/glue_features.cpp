@@ -5,7 +5,7 @@
 #include <exception>
 #include <thread>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::glue {
 namespace {

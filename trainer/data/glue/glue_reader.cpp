@@ -5,8 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/data/glue/tsv_file.h>
-#include <ctrainer/trainer/errors.h>
 
 namespace ctrainer::glue {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::glue {
 namespace {

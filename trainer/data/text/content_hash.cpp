@@ -3,7 +3,7 @@
 #include <fstream>
 #include <vector>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

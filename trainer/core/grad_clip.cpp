@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/optim/grad_clip.h>
+#include <ctrainer/trainer/core/grad_clip.h>
 
 namespace ctrainer {
 namespace {

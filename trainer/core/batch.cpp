@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/data/batch.h>
+#include <ctrainer/trainer/core/batch.h>
 
 #include <stdexcept>
 

@@ -1,6 +1,6 @@
-#include <ctrainer/integrations/report_to.h>
+#include <ctrainer/trainer/callbacks/report_to.h>
 
-#include <ctrainer/trainer/errors.h>
+#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 
