@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 #include <torch/optim/adamw.h>
 
+#include <ctrainer/examples/glue/glue_features.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/trainer/data/batch_stream.h>
-#include <ctrainer/trainer/data/glue/glue_features.h>
-#include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 
 #include "bench_report.h"

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include <ctrainer/trainer/data/glue/glue_features.h>
-#include <ctrainer/trainer/data/glue/glue_reader.h>
+#include <ctrainer/examples/glue/glue_features.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 
 #include "bench_report.h"
 

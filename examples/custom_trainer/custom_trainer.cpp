@@ -15,13 +15,13 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <ctrainer/examples/glue/glue_dataset.h>
+#include <ctrainer/examples/glue/glue_metrics.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/bert/tokenizer.h>
 #include <ctrainer/trainer/argument_parser.h>
 #include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/data/glue/glue_dataset.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/metrics/glue_metrics.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/seed.h>
 #include <ctrainer/trainer/trainer.h>

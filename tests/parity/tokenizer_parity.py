@@ -1,7 +1,7 @@
 """Tokenizer parity: ctrainer-tokenize against transformers' BertTokenizerFast (the Rust tokenizers).
 
 Every sentence and sentence pair of the bundled GLUE train and dev files (the text columns our
-readers in trainer/data/glue/ and HF's GLUE processors use: single sentences for CoLA and SST-2,
+readers in examples/glue/ and HF's GLUE processors use: single sentences for CoLA and SST-2,
 pairs for MRPC, RTE, STS-B and WNLI), plus a few hand-written edge cases, is encoded by both sides
 with the uncased vocabulary (do_lower_case true) and the cased one (do_lower_case false),
 truncated longest_first to 128 and to 32 tokens with the special tokens. input_ids and

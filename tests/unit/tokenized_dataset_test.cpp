@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ctrainer/examples/glue/glue_dataset.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/data/glue/glue_dataset.h>
-#include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 #include <ctrainer/trainer/data/text/tokenized_cache.h>
 

@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/data/glue/glue_task.h>
+#include <ctrainer/examples/glue/glue_task.h>
 
 #include <algorithm>
 #include <cctype>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrainer/trainer/data/glue/glue_task.h>
+#include <ctrainer/examples/glue/glue_task.h>
 #include <ctrainer/trainer/data/text/tokenized_dataset.h>
 #include <ctrainer/trainer/training_args.h>
 

@@ -15,15 +15,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/examples/glue/glue_metrics.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/bert/tokenizer.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/trainer/argument_parser.h>
 #include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 #include <ctrainer/trainer/logging.h>
-#include <ctrainer/trainer/metrics/glue_metrics.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/output_dir.h>
 #include <ctrainer/trainer/seed.h>

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrainer/trainer/data/glue/glue_task.h>
+#include <ctrainer/examples/glue/glue_task.h>
 
 namespace ctrainer::glue {
 

@@ -1,8 +1,8 @@
-#include <ctrainer/trainer/data/glue/glue_dataset.h>
+#include <ctrainer/examples/glue/glue_dataset.h>
 
 #include <filesystem>
 
-#include <ctrainer/trainer/data/glue/glue_reader.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/trainer/data/text/content_hash.h>
 #include <ctrainer/trainer/data/text/tokenized_cache.h>
 #include <ctrainer/trainer/logging.h>

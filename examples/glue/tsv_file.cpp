@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/data/glue/tsv_file.h>
+#include <ctrainer/examples/glue/tsv_file.h>
 
 #include <fstream>
 #include <sstream>

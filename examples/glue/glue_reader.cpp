@@ -1,12 +1,12 @@
-#include <ctrainer/trainer/data/glue/glue_reader.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 
+#include <ctrainer/examples/glue/tsv_file.h>
 #include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/data/glue/tsv_file.h>
 
 namespace ctrainer::glue {
 namespace {

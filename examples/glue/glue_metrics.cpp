@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/metrics/glue_metrics.h>
+#include <ctrainer/examples/glue/glue_metrics.h>
 
 #include <numeric>
 

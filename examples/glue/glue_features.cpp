@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/data/glue/glue_features.h>
+#include <ctrainer/examples/glue/glue_features.h>
 
 #include <algorithm>
 #include <atomic>

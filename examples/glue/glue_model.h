@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <ctrainer/examples/glue/glue_task.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/data/glue/glue_task.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "glue_arguments.h"

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <optional>
 
+#include <ctrainer/examples/glue/glue_dataset.h>
+#include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/data/glue/glue_dataset.h>
-#include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/logging.h>
 
 namespace run_glue {

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/examples/glue/glue_features.h>
+#include <ctrainer/examples/glue/glue_task.h>
 #include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/data/glue/glue_features.h>
-#include <ctrainer/trainer/data/glue/glue_task.h>
 #include <ctrainer/trainer/data/text/tokenized_dataset.h>
 
 namespace ctrainer::glue {

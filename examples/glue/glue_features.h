@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <memory>
 
+#include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/data/glue/glue_reader.h>
 #include <ctrainer/trainer/data/text/tokenized_dataset.h>
 
 namespace ctrainer::glue {
