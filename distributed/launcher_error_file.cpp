@@ -2,9 +2,10 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include <ctrainer/trainer/core/json_file.h>
 
 namespace ctrainer {
 
@@ -23,8 +24,7 @@ void record_error_for_launcher(const std::string& message) {
            {{"py_callstack", message},
             {"timestamp",
              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count())}}}}}};
-    std::ofstream out(path, std::ios::trunc);
-    out << data.dump() << '\n';
+    write_json_file(path, data, /*indent=*/-1);
   } catch (...) {
     // Best effort by design (see the header): the caller is already reporting an error.
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 
@@ -11,6 +10,7 @@
 
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/core/logging.h>
 
 namespace ctrainer {
@@ -104,6 +104,16 @@ WeightLoadReport load_state_dict(torch::nn::Module& module,
     copies.emplace_back(it->second, value);
     loaded.insert(key);
   }
+  std::set<std::string> mismatched;
+  for (const auto& m : report.mismatched_keys) mismatched.insert(m.key);
+  for (const auto& [key, tensor] : targets)
+    if (loaded.count(key) == 0 && mismatched.count(key) == 0) report.missing_keys.push_back(key);
+  std::sort(report.unexpected_keys.begin(), report.unexpected_keys.end());
+  if (options.strict && (!report.missing_keys.empty() || !report.unexpected_keys.empty()))
+    throw ArgumentError(source + " does not match the model " + options.model_class + ": missing " +
+                        key_list(report.missing_keys) + ", unexpected " +
+                        key_list(report.unexpected_keys) +
+                        "; it must hold exactly the model's parameters and buffers");
   if (!report.mismatched_keys.empty() && !options.ignore_mismatched_sizes) {
     std::string message =
         "Error(s) in loading the weights of " + options.model_class + " from " + source + ":";
@@ -121,11 +131,6 @@ WeightLoadReport load_state_dict(torch::nn::Module& module,
     torch::NoGradGuard no_grad;
     for (auto& [target, value] : copies) target.copy_(value);
   }
-  std::set<std::string> mismatched;
-  for (const auto& m : report.mismatched_keys) mismatched.insert(m.key);
-  for (const auto& [key, tensor] : targets)
-    if (loaded.count(key) == 0 && mismatched.count(key) == 0) report.missing_keys.push_back(key);
-  std::sort(report.unexpected_keys.begin(), report.unexpected_keys.end());
   return report;
 }
 
@@ -206,11 +211,7 @@ void save_pretrained(const Model& model, const std::string& dir, const std::stri
                    {{"format", "pt"}});
   if (auto config = model.config()) {
     if (!architecture.empty()) (*config)["architectures"] = nlohmann::json::array({architecture});
-    const fs::path config_path = fs::path(dir) / kConfigFile;
-    std::ofstream out(config_path);
-    out << config->dump(2) << '\n';
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + config_path.string());
+    write_json_file(fs::path(dir) / kConfigFile, *config);
   }
 }
 

@@ -28,6 +28,9 @@ struct WeightLoadOptions {
   /// HF ignore_mismatched_sizes: leave weights whose shape differs initialised and report them,
   /// instead of failing.
   bool ignore_mismatched_sizes = false;
+  /// torch's strict load_state_dict: a missing or unexpected key is an error (ArgumentError
+  /// listing them) and nothing is copied. Resuming a checkpoint of the same model uses it.
+  bool strict = false;
 };
 
 /// A checkpoint tensor whose shape differs from the model's.

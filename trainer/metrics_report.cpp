@@ -7,16 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/core/json_file.h>
+
 namespace ctrainer {
-namespace {
-
-void write_json(const std::filesystem::path& path, const nlohmann::json& value) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path.string() + ": check --output_dir");
-  out << value.dump(4) << '\n';
-}
-
-}  // namespace
 
 nlohmann::json metrics_to_json(const Metrics& metrics) {
   nlohmann::json out = nlohmann::json::object();
@@ -35,7 +28,7 @@ std::string format_metrics_block(const std::string& split, const Metrics& metric
 void save_metrics(const std::string& output_dir, const std::string& split, const Metrics& metrics) {
   std::filesystem::create_directories(output_dir);
   const nlohmann::json values = metrics_to_json(metrics);
-  write_json(std::filesystem::path(output_dir) / (split + "_results.json"), values);
+  write_json_file(std::filesystem::path(output_dir) / (split + "_results.json"), values, 4);
   const auto all_path = std::filesystem::path(output_dir) / "all_results.json";
   nlohmann::json all = nlohmann::json::object();
   if (std::ifstream in(all_path); in) {
@@ -43,7 +36,7 @@ void save_metrics(const std::string& output_dir, const std::string& split, const
     if (!all.is_object()) all = nlohmann::json::object();
   }
   all.update(values);
-  write_json(all_path, all);
+  write_json_file(all_path, all, 4);
 }
 
 }  // namespace ctrainer

@@ -3,6 +3,8 @@
 /// hooks (get_*_dataloader, create_optimizer/scheduler, compute_loss, training_step,
 /// prediction_step, evaluate, log) to customise a step; add TrainerCallbacks to observe or steer
 /// the loop.
+#include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,8 +18,9 @@
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/model.h>
 #include <ctrainer/trainer/callbacks/trainer_callback.h>
-#include <ctrainer/trainer/data/collator.h>
+#include <ctrainer/trainer/checkpoint/checkpoint_manager.h>
 #include <ctrainer/trainer/data/batch_stream.h>
+#include <ctrainer/trainer/data/collator.h>
 #include <ctrainer/trainer/data/data_loader.h>
 #include <ctrainer/trainer/data/dataset.h>
 #include <ctrainer/trainer/precision/precision.h>
@@ -31,6 +34,7 @@ class Optimizer;
 namespace ctrainer {
 
 class LRScheduler;
+class Preemption;
 class ProcessGroup;
 
 /// Predictions and labels of a whole evaluation set, in dataset order (HF EvalPrediction).
@@ -199,36 +203,47 @@ class Trainer {
   /// HF's _maybe_log_save_evaluate: obeys should_log / should_evaluate / should_save.
   void maybe_log_save_evaluate();
   void update_best_metric(const Metrics& metrics);
-  /// At an accumulation boundary with loss scaling: unscales the gradients (before clipping),
-  /// agrees across processes on whether any overflowed, updates the scale and logs a skip.
-  /// Returns true when the optimizer and scheduler steps must be skipped.
-  bool unscale_gradients_and_check_overflow();
   /// HF's --fp16_full_eval / --bf16_full_eval: outside training, the model is cast (and stays
   /// cast) to the full-evaluation dtype.
   void cast_model_for_full_eval();
   void write_training_args() const;
   double learning_rate() const;
 
-  /// Where training resumes from (HF's resume_from_checkpoint: a path, or true/latest).
-  std::optional<std::string> resolve_resume_checkpoint() const;
-  /// Position of a resumed run in the data: epoch index and batches already consumed in it.
-  struct DataPosition {
-    int64_t epoch = 0;
-    int64_t batches_consumed = 0;
+  // ---- the training loop (trainer.cpp) -------------------------------------------------------
+  /// What train() will do, fixed before the first step.
+  struct TrainingPlan {
+    int64_t batches_per_epoch = 0;
+    int64_t max_steps = 0;
+    int64_t num_train_epochs = 0;
+    double num_train_samples = 0;
+    int64_t total_train_batch_size = 0;
+    /// The settings a checkpoint must share to resume into this run.
+    LoopShape shape;
   };
-  /// Restores weights, optimizer, scheduler, trainer state, callbacks and the loop's running
-  /// sums from `folder`; returns where the data resumes. RNG is restored by restore_rng().
-  DataPosition load_checkpoint(const std::string& folder, int64_t steps_in_epoch);
-  void restore_rng(const std::string& folder);
-  /// Loads model weights saved by save_checkpoint (names and shapes must match exactly).
-  void load_model_weights(const std::string& folder);
-  /// HF's load_best_model_at_end.
-  void load_best_model();
+  /// Steps, epochs and samples from the loader and the arguments (HF's rules: max_steps wins,
+  /// a short last window still steps); checks that every rank has the same train set.
+  TrainingPlan plan_training(const DataLoader& loader) const;
+  /// A fresh TrainerState for `plan` and zeroed running sums.
+  void start_state(const TrainingPlan& plan);
+  void log_training_banner(const TrainingPlan& plan) const;
+  /// One epoch from batch `first_batch` on: accumulation windows, optimizer steps, the step
+  /// callbacks, logging / evaluation / saving, and the preemption check after each step.
+  void train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan& plan,
+                   Preemption* preemption);
+  /// The end of an accumulation window: unscale (skip on overflow), clip, optimizer step,
+  /// scheduler step, zero the gradients, with HF's callbacks in between.
+  void apply_accumulated_gradients();
+  /// The final loss and speed metrics, logged; fires on_train_end.
+  TrainOutput finish_training(std::chrono::steady_clock::time_point start,
+                              const TrainingPlan& plan);
+
+  // ---- checkpoints (trainer_checkpoint.cpp) --------------------------------------------------
+  CheckpointParts checkpoint_parts();
+  /// Restores weights, optimizer, scheduler, scaler, trainer state, callbacks and the loop's
+  /// running sums from `folder`; returns where the data resumes. RNG comes later (train()).
+  DataPosition resume_from(const std::filesystem::path& folder, const TrainingPlan& plan);
   /// Preemption: checkpoints the finished step (unless already saved) and exits 128 + signal.
   [[noreturn]] void exit_on_signal(int signal);
-  /// The pending SIGTERM/SIGINT (0 if none). With several processes it is agreed on: when any
-  /// rank got one, every rank returns a signal after the same step (one tiny all-reduce).
-  int agreed_pending_signal();
 
   std::shared_ptr<Model> model_;
   TrainingArguments args_;
@@ -263,6 +278,8 @@ class Trainer {
   bool sync_gradients_ = true;
   /// Where the loop is, saved in checkpoints so a resumed run continues with the next batch.
   DataPosition position_;
+  /// Saves, finds and loads checkpoint-<step> folders.
+  std::unique_ptr<CheckpointManager> checkpoints_;
   /// The last evaluation produced a new best metric (the next save becomes the best checkpoint).
   bool is_new_best_ = false;
   /// train() is running (HF is_in_train): evaluation then keeps the training dtype.

@@ -1,8 +1,10 @@
-// Trainer::evaluate / predict and the evaluation loop they share (HF's evaluation_loop).
+// Trainer::evaluate / predict, the evaluation loop they share (HF's evaluation_loop), and the
+// best-metric tracking of load_best_model_at_end.
 #include <cmath>
 
 #include <torch/utils.h>
 
+#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/eval_gather.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/speed_metrics.h>
@@ -109,6 +111,27 @@ PredictionOutput Trainer::predict(std::shared_ptr<Dataset> test_dataset,
   output.metrics.insert(speed.begin(), speed.end());
   fire(&TrainerCallback::on_predict, &output.metrics);
   return PredictionOutput{output.predictions, output.label_ids, output.metrics};
+}
+
+void Trainer::update_best_metric(const Metrics& metrics) {
+  if (!args_.metric_for_best_model) return;
+  std::string key = *args_.metric_for_best_model;
+  if (key.rfind("eval_", 0) != 0) key = "eval_" + key;
+  auto it = metrics.find(key);
+  if (it == metrics.end()) {
+    std::string present;
+    for (const auto& [k, v] : metrics) present += (present.empty() ? "" : ", ") + k;
+    throw ArgumentError("--metric_for_best_model " + *args_.metric_for_best_model +
+                        ": the metric " + key +
+                        " was not produced by evaluation (available: " + present + ")");
+  }
+  const bool greater = args_.greater_is_better.value_or(false);
+  if (!state_.best_metric ||
+      (greater ? it->second > *state_.best_metric : it->second < *state_.best_metric)) {
+    state_.best_metric = it->second;
+    state_.best_global_step = state_.global_step;
+    is_new_best_ = true;
+  }
 }
 
 }  // namespace ctrainer

@@ -1,9 +1,9 @@
 // Trainer::save_model / save_state: the final artefacts of a run in output_dir (as opposed to
 // the resumable checkpoint-N folders of trainer_checkpoint.cpp).
 #include <filesystem>
-#include <fstream>
 
 #include <ctrainer/models/pretrained_weights.h>
+#include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -19,11 +19,7 @@ void Trainer::save_model(const std::optional<std::string>& output_dir) {
 void Trainer::save_state() const {
   if (!process_.is_world_process_zero()) return;
   std::filesystem::create_directories(args_.output_dir);
-  const auto path = std::filesystem::path(args_.output_dir) / "trainer_state.json";
-  std::ofstream out(path);
-  out << state_.to_json().dump(2) << '\n';
-  out.flush();
-  if (!out) throw std::runtime_error("cannot write " + path.string() + " (disk full?)");
+  write_json_file(std::filesystem::path(args_.output_dir) / "trainer_state.json", state_.to_json());
 }
 
 }  // namespace ctrainer

@@ -89,4 +89,16 @@ TrainerState TrainerState::from_json(const nlohmann::json& j) {
   return s;
 }
 
+void TrainerState::continue_from(TrainerState saved) {
+  saved.max_steps = max_steps;
+  saved.num_train_epochs = num_train_epochs;
+  saved.logging_steps = logging_steps;
+  saved.eval_steps = eval_steps;
+  saved.save_steps = save_steps;
+  saved.train_batch_size = train_batch_size;
+  saved.is_local_process_zero = is_local_process_zero;
+  saved.is_world_process_zero = is_world_process_zero;
+  *this = std::move(saved);
+}
+
 }  // namespace ctrainer

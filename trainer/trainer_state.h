@@ -38,6 +38,11 @@ struct TrainerState {
   nlohmann::json to_json() const;
   /// Reads trainer_state.json; throws std::runtime_error naming the field on bad content.
   static TrainerState from_json(const nlohmann::json& j);
+
+  /// Resuming: takes the progress and history of `saved` (a checkpoint's state) but keeps this
+  /// run's schedule settings (max_steps, num_train_epochs, logging/eval/save steps,
+  /// train_batch_size) and this process's roles.
+  void continue_from(TrainerState saved);
 };
 
 /// Flags that callbacks set and the training loop obeys (HF TrainerControl).

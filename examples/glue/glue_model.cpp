@@ -9,6 +9,7 @@
 
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/logging.h>
 
 namespace run_glue {
@@ -147,10 +148,7 @@ void save_final_model(ctrainer::Trainer& trainer, const ModelBundle& bundle,
                                            {"pad_token", "[PAD]"},
                                            {"cls_token", "[CLS]"},
                                            {"mask_token", "[MASK]"}};
-  std::ofstream config_out(out / "tokenizer_config.json");
-  config_out << tokenizer_config.dump(2) << '\n';
-  if (!config_out)
-    throw std::runtime_error("cannot write " + (out / "tokenizer_config.json").string());
+  ctrainer::write_json_file(out / "tokenizer_config.json", tokenizer_config);
 }
 
 }  // namespace run_glue

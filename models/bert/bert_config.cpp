@@ -4,6 +4,7 @@
 #include <set>
 
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/json_file.h>
 
 namespace ctrainer {
 namespace {
@@ -257,10 +258,7 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
 }
 
 void BertConfig::save(const std::string& path) const {
-  std::ofstream out(path);
-  out << to_json().dump(2) << '\n';
-  out.flush();
-  if (!out) throw std::runtime_error("cannot write model config " + path);
+  write_json_file(path, to_json());
 }
 
 }  // namespace ctrainer

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -274,8 +275,11 @@ TEST(TrainerDDP, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
 // ---- failing ranks --------------------------------------------------------------------------
 
 /// Starts 2 ranks directly (torchrun's environment, no launcher); rank 1 fails after step 3 in
-/// `mode`. Returns how rank 0 ended and after how long.
-JobResult run_with_failing_rank(const std::string& mode, int timeout_seconds) {
+/// `mode`. Returns how rank 0 ended and after how long; `inspect` sees the run's folder (and
+/// rank 1's exit code) before it is removed.
+JobResult run_with_failing_rank(
+    const std::string& mode, int timeout_seconds,
+    const std::function<void(const fs::path& dir, int rank1_exit_code)>& inspect = {}) {
   const fs::path dir = scratch("failing_" + mode);
   const int port = ctrainer::testing::free_port();
   Args flags = worker_args(dir, {"--per_device_train_batch_size", "4", "--crash_at_step", "3",
@@ -300,8 +304,9 @@ JobResult run_with_failing_rank(const std::string& mode, int timeout_seconds) {
   rank0.exit_code = ctrainer::testing::wait_for(pids[0]);
   rank0.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::kill(pids[1], SIGKILL);  // a hanging rank 1 is still there
-  ctrainer::testing::wait_for(pids[1]);
+  const int rank1_exit_code = ctrainer::testing::wait_for(pids[1]);
   rank0.output = read_text_file(dir / "rank0.log") + read_text_file(dir / "rank1.log");
+  if (inspect) inspect(dir, rank1_exit_code);
   fs::remove_all(dir);
   return rank0;
 }
@@ -314,6 +319,37 @@ TEST(TrainerDDP, ACrashedRankMakesTheOthersExitWithAnError) {
   EXPECT_LT(rank0.seconds, 30) << rank0.output;
   EXPECT_NE(rank0.output.find("failed on rank 0 of 2"), std::string::npos) << rank0.output;
   EXPECT_NE(rank0.output.find("A peer crashed or hung"), std::string::npos) << rank0.output;
+}
+
+TEST(TrainerDDP, ASignalToOneRankStopsEveryRankAfterTheSameStepWithOneCheckpoint) {
+  // Rank 1 alone gets SIGTERM after step 3; the ranks agree on it after that step, write
+  // checkpoint-3 together (every rank's RNG file in it) and exit with 128 + 15.
+  int rank1_code = -1;
+  bool checkpoint_complete = false;
+  std::vector<std::string> checkpoints;
+  const JobResult rank0 =
+      run_with_failing_rank("sigterm", 60, [&](const fs::path& dir, int rank1_exit_code) {
+        rank1_code = rank1_exit_code;
+        for (const auto& entry : fs::directory_iterator(dir / "out"))
+          if (entry.path().filename().string().rfind("checkpoint-", 0) == 0)
+            checkpoints.push_back(entry.path().filename());
+        const fs::path folder = dir / "out" / "checkpoint-3";
+        checkpoint_complete = fs::exists(folder / "manifest.json") &&
+                              fs::exists(folder / "rng_state_0.json") &&
+                              fs::exists(folder / "rng_state_1.json");
+      });
+  EXPECT_EQ(rank0.exit_code, 143) << rank0.output;
+  EXPECT_EQ(rank1_code, 143) << rank0.output;
+  EXPECT_EQ(checkpoints, std::vector<std::string>{"checkpoint-3"}) << rank0.output;
+  EXPECT_TRUE(checkpoint_complete) << rank0.output;
+  for (const std::string rank : {"[rank 0]", "[rank 1]"}) {
+    bool found = false;
+    std::istringstream lines(rank0.output);
+    for (std::string line; std::getline(lines, line);)
+      found |= line.find(rank) != std::string::npos &&
+               line.find("received SIGTERM at step 3") != std::string::npos;
+    EXPECT_TRUE(found) << rank << " did not report the signal\n" << rank0.output;
+  }
 }
 
 TEST(TrainerDDP, AHangingRankMakesTheOthersExitAfterTheTimeout) {

@@ -6,7 +6,7 @@
 //   eval.<rank>.json    evaluate()'s metrics, and predict()'s argmax predictions and labels
 //   scale.<rank>.txt    the loss scale after every optimizer step (with --loss_scaling)
 // Failure injection for the tests (only on the first attempt, TORCHELASTIC_RESTART_COUNT 0):
-//   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang
+//   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang|sigterm
 //   --poison_at_step S --poison_rank R  (an inf in one gradient of rank R only, after the
 //                                        gradients were all-reduced: only that rank sees it)
 //   --rank1_hidden_size H / --rank1_learning_rate LR  (rank 1 starts differently)
@@ -78,7 +78,9 @@ struct WorkerOptions {
     parser.add_option("dump_dir", &dump_dir, "Where each rank writes its results.");
     parser.add_option("crash_at_step", &crash_at_step, "Fail after this optimizer step.");
     parser.add_option("crash_rank", &crash_rank, "The rank that fails.");
-    parser.add_option("crash_mode", &crash_mode, "exit (code 7), kill (SIGKILL) or hang.");
+    parser.add_option("crash_mode", &crash_mode,
+                      "exit (code 7), kill (SIGKILL), hang, or sigterm (a SIGTERM to this rank "
+                      "only; the Trainer checkpoints and exits).");
     parser.add_option("poison_at_step", &poison_at_step,
                       "Optimizer step whose gradient gets an inf.");
     parser.add_option("poison_rank", &poison_rank, "The only rank that sees the inf.");
@@ -104,6 +106,10 @@ class CrashCallback : public TrainerCallback {
                  options_.crash_mode.c_str());
     if (options_.crash_mode == "kill") ::kill(::getpid(), SIGKILL);
     if (options_.crash_mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+    if (options_.crash_mode == "sigterm") {
+      ::kill(::getpid(), SIGTERM);  // caught by the Trainer's SignalGuard
+      return;
+    }
     ::_exit(7);
   }
 

@@ -1,11 +1,15 @@
 // SignalGuard: SIGTERM/SIGINT are recorded for the training loop; a second SIGINT exits at once.
+// Preemption: one process stops on its own signal (the multi-process agreement is tested in
+// tests/e2e/trainer_ddp_test.cpp).
 #include <gtest/gtest.h>
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <ctrainer/trainer/signal_guard.h>
+#include <ctrainer/distributed/strategy.h>
+#include <ctrainer/trainer/signals/preemption.h>
+#include <ctrainer/trainer/signals/signal_guard.h>
 
 namespace ctrainer {
 namespace {
@@ -36,6 +40,17 @@ TEST(SignalGuard, SecondSigintExitsImmediatelyWith130) {
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
+}
+
+TEST(Preemption, OneProcessStopsOnTheSignalItReceived) {
+  SingleDeviceStrategy strategy;
+  Preemption preemption(strategy, c10::Device(c10::kCPU));
+  EXPECT_EQ(preemption.agreed_signal(), 0);
+  ::raise(SIGINT);
+  EXPECT_EQ(preemption.agreed_signal(), SIGINT);
+  EXPECT_EQ(Preemption::name(SIGINT), "SIGINT");
+  EXPECT_EQ(Preemption::name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(Preemption::name(10), "10");
 }
 
 }  // namespace

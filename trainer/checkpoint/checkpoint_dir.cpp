@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/core/json_file.h>
+
 namespace ctrainer {
 namespace fs = std::filesystem;
 namespace {
@@ -129,18 +131,10 @@ fs::path write_checkpoint_atomically(const fs::path& output_dir, int64_t step,
       files[fs::relative(file, tmp_dir).string()] = {{"size", fs::file_size(file)},
                                                      {"crc32", file_crc32(file)}};
     }
-    {
-      std::ofstream manifest(tmp_dir / kCheckpointManifest);
-      manifest << nlohmann::json{{"format_version", kCheckpointFormatVersion},
-                                 {"step", step},
-                                 {"files", files}}
-                      .dump(2)
-               << '\n';
-      manifest.flush();
-      if (!manifest)
-        throw std::runtime_error("cannot write " + (tmp_dir / kCheckpointManifest).string());
-    }
-    fsync_path(tmp_dir / kCheckpointManifest, false);
+    // Written last: its presence marks the folder complete (write_json_file fsyncs it).
+    write_json_file(
+        tmp_dir / kCheckpointManifest,
+        {{"format_version", kCheckpointFormatVersion}, {"step", step}, {"files", files}});
     fsync_path(tmp_dir, true);
     if (fs::exists(final_dir)) {
       // Same step saved again (e.g. the end-of-training save): keep the old one until the new
@@ -170,9 +164,9 @@ std::optional<std::string> verify_checkpoint(const fs::path& folder) {
            " (the save did not complete)";
   nlohmann::json manifest;
   try {
-    manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+    manifest = read_json_file(manifest_path, "checkpoint manifest");
   } catch (const std::exception& e) {
-    return manifest_path.string() + " is not valid JSON: " + e.what();
+    return e.what();
   }
   if (!manifest.is_object() || !manifest.contains("files") || !manifest["files"].is_object())
     return manifest_path.string() + " has no \"files\" object";

@@ -5,7 +5,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #endif
 
+#include <ctrainer/distributed/strategy.h>
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/logging.h>
 #include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
@@ -93,6 +95,22 @@ std::optional<at::ScalarType> Precision::autocast_dtype() const {
 
 at::Tensor Precision::scale_loss(const at::Tensor& loss) const {
   return scaler_ ? scaler_->scale(loss) : loss;
+}
+
+bool Precision::unscale_and_check_overflow(const std::vector<at::Tensor>& parameters,
+                                           Strategy& strategy, int64_t step) {
+  if (!scaler_) return false;
+  // Every process must skip the same steps, so the flag is agreed on before anyone reads it.
+  const at::Tensor found_inf = strategy.any_across_processes(scaler_->unscale_(parameters));
+  const bool overflow = found_inf.item<float>() != 0.0f;  // one host sync, as GradScaler.step
+  const double scale = overflow ? scaler_->get_scale() : 0.0;
+  scaler_->update(found_inf);
+  if (overflow)
+    logging::logger()->info(
+        "step {}: gradients overflowed (inf/NaN) at loss scale {}; optimizer and scheduler step "
+        "skipped, loss scale now {}",
+        step, scale, scaler_->get_scale());
+  return overflow;
 }
 
 std::string Precision::describe() const {

@@ -2,9 +2,11 @@
 /// \file Precision: which mixed precision a run uses (from --fp16 / --bf16 / --*_full_eval and
 /// the device), checked once so the training loop only asks "which autocast dtype?", "is there
 /// a loss scaler?" and "which dtype for full evaluation?".
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
@@ -13,6 +15,7 @@
 
 namespace ctrainer {
 
+class Strategy;
 struct TrainingArguments;
 
 /// The compute dtype of forward and loss.
@@ -57,6 +60,13 @@ class Precision {
   std::optional<at::ScalarType> full_eval_dtype() const { return options_.full_eval_dtype; }
   /// `loss` times the loss scale (unchanged without scaling).
   at::Tensor scale_loss(const at::Tensor& loss) const;
+  /// At an accumulation boundary, after `strategy` reduced the gradients: unscales the
+  /// gradients of `parameters` (so clipping and grad_norm see the true values), agrees with every
+  /// process on whether any overflowed (inf/NaN), updates the loss scale and logs a skip at
+  /// optimizer step `step`. Returns true when the optimizer and scheduler steps must be skipped
+  /// (HF: GradScaler.step, then optimizer_step_was_skipped); always false without loss scaling.
+  bool unscale_and_check_overflow(const std::vector<at::Tensor>& parameters, Strategy& strategy,
+                                  int64_t step);
   /// One line for the training banner, e.g. "bf16 autocast on cpu, no loss scaling".
   std::string describe() const;
 

@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/signal_guard.h>
+#include <ctrainer/trainer/signals/signal_guard.h>
 
 #include <unistd.h>
 

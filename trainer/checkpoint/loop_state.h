@@ -1,0 +1,53 @@
+#pragma once
+/// \file LoopState: the training loop's own progress in a checkpoint (loop_state.json): the
+/// running loss sums HF keeps in memory, where the loop stands in the data, and the settings a
+/// resumed run must share with the saved one for the data order and the steps to continue exactly.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ctrainer {
+
+/// Where the loop stands in the data: the epoch index and the batches consumed in it.
+struct DataPosition {
+  int64_t epoch = 0;
+  int64_t batches_consumed = 0;
+};
+
+/// The run's settings that fix the data order and the optimizer steps; a checkpoint resumes only
+/// into a run with the same ones.
+struct LoopShape {
+  int64_t world_size = 1;
+  int64_t per_device_train_batch_size = 0;
+  int64_t gradient_accumulation_steps = 1;
+  int64_t train_dataset_size = 0;
+};
+
+/// loop_state.json (format_version 1; docs/checkpoint-format.md).
+struct LoopState {
+  /// The mean over processes of the loss summed since the last logging step (HF tr_loss).
+  double tr_loss = 0;
+  /// Loss of the steps already logged (HF _total_loss_scalar).
+  double total_loss_scalar = 0;
+  int64_t globalstep_last_logged = 0;
+  DataPosition position;
+  LoopShape shape;
+
+  nlohmann::json to_json() const;
+  /// Reads loop_state.json of the checkpoint `folder` (named in errors); refuses other format
+  /// versions.
+  static LoopState from_json(const nlohmann::json& json, const std::string& folder);
+
+  /// Throws ArgumentError naming the flag when `now` differs from the saved shape (a resume
+  /// with another batch size, accumulation, world size or train set cannot continue exactly).
+  void require_same_shape(const LoopShape& now, const std::string& folder) const;
+
+  /// Where a resumed run continues: the next epoch when the checkpoint ends one, the epoch's
+  /// start with `ignore_data_skip` (HF), else the next unseen batch. Throws when the checkpoint
+  /// was taken inside an accumulation window.
+  DataPosition resume_position(int64_t batches_per_epoch, bool ignore_data_skip,
+                               const std::string& folder) const;
+};
+
+}  // namespace ctrainer
