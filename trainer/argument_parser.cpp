@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/distributed/launcher_error_file.h>
+#include <ctrainer/trainer/args/choices.h>
 #include <ctrainer/trainer/args/option_codec.h>
 #include <ctrainer/trainer/core/errors.h>
 
@@ -236,7 +238,58 @@ std::string unknown_flag_message(const std::string& flag, const std::vector<Opti
 
 }  // namespace
 
-void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments& args) const {
+/// Errors of enum values that a later setting of the same flag may still replace, as when the
+/// command line overrides a config file: a value outside the set (ChoiceError) or one that
+/// transformers knows and ctrainer has not built (NotSupportedYet). Before enums, such values
+/// were stored as text and only validate() judged the final one; keeping their errors until then
+/// keeps that behaviour and its order of messages.
+class ArgumentParser::PendingErrors {
+ public:
+  /// Runs `set`, which sets `spec` from one value. A ChoiceError or NotSupportedYet is kept for
+  /// `spec`; success forgets the one kept before; any other ArgumentError is thrown with `where`
+  /// (the flag, or the file and key) in front.
+  void set(const OptionSpec& spec, const std::string& where, const std::function<void()>& set) {
+    try {
+      set();
+      forget(spec);
+    } catch (const ChoiceError&) {
+      keep(spec, std::current_exception(), /*typo=*/true);
+    } catch (const NotSupportedYet&) {
+      keep(spec, std::current_exception(), /*typo=*/false);
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(where + e.what());
+    }
+  }
+
+  /// Throws the first kept error of the kind: typos before validate(), as its first check did,
+  /// and values not supported yet after it, so that a bad value of another flag gets its own
+  /// message first.
+  void throw_first(bool typo) const {
+    for (const Pending& pending : errors_) {
+      if (pending.typo == typo) std::rethrow_exception(pending.error);
+    }
+  }
+
+ private:
+  struct Pending {
+    const OptionSpec* spec;
+    std::exception_ptr error;
+    bool typo;
+  };
+
+  void forget(const OptionSpec& spec) {
+    std::erase_if(errors_, [&](const Pending& p) { return p.spec == &spec; });
+  }
+  void keep(const OptionSpec& spec, std::exception_ptr error, bool typo) {
+    forget(spec);
+    errors_.push_back({&spec, std::move(error), typo});
+  }
+
+  std::vector<Pending> errors_;
+};
+
+void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments& args,
+                                     PendingErrors& pending) const {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw ArgumentError("cannot read config file '" + path + "': no such file");
@@ -269,11 +322,9 @@ void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments&
                           "\" both set " + spec->name + "; keep one");
     }
     seen.emplace(spec->name, key);
-    try {
+    pending.set(*spec, "config file '" + path + "', key \"" + key + "\": ", [&] {
       spec->set_from_json(args, value);
-    } catch (const ArgumentError& e) {
-      throw ArgumentError("config file '" + path + "', key \"" + key + "\": " + e.what());
-    }
+    });
   }
 }
 
@@ -400,15 +451,15 @@ bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments
   }
 
   TrainingArguments result = args;
-  for (const std::string& path : config_files) apply_json_file(path, result);
-  for (const auto& [spec, values] : flags) {
-    try {
-      spec->set_from_tokens(result, values);
-    } catch (const ArgumentError& e) {
-      throw ArgumentError("--" + spec->name + ": " + e.what());
-    }
+  PendingErrors pending;
+  for (const std::string& path : config_files) apply_json_file(path, result, pending);
+  for (const auto& flag : flags) {
+    const OptionSpec& spec = *flag.first;
+    pending.set(spec, "--" + spec.name + ": ", [&] { spec.set_from_tokens(result, flag.second); });
   }
+  pending.throw_first(/*typo=*/true);
   result.validate();
+  pending.throw_first(/*typo=*/false);
   args = std::move(result);
   return true;
 }

@@ -26,12 +26,13 @@ enum class OptionKind {
   kInt64,       ///< a base-10 integer
   kDouble,      ///< a finite floating-point number
   kString,      ///< any text
-  kEnum,        ///< text restricted to OptionSpec::choices (checked by validate())
+  kEnum,        ///< one of OptionSpec::choices (an enum of args/choices.h)
   kStringList,  ///< one or more values: `--flag a b c`; a JSON array (or a single string)
 };
 
 /// One flag of the registry. Setters throw ArgumentError with a message about the value only; the
-/// parser prefixes it with where the value came from (flag or file and key).
+/// parser prefixes it with where the value came from (flag or file and key). The errors of enum
+/// flags (ChoiceError, NotSupportedYet) name the flag already and keep their message.
 struct OptionSpec {
   /// Canonical (Hugging Face) name: the flag is `--<name>`, the JSON key is `<name>`.
   std::string name;
@@ -41,7 +42,7 @@ struct OptionSpec {
   OptionKind kind = OptionKind::kString;
   /// The target is a std::optional: JSON null or the value "None"/"none" resets it to unset.
   bool optional = false;
-  /// kEnum: the values accepted now, in the order shown by --help.
+  /// kEnum: the values accepted now, in the order shown by --help (from the enum's ChoiceTable).
   std::vector<std::string> choices;
   /// The default as shown by --help ("None" for an unset optional).
   std::string default_text;
@@ -96,7 +97,9 @@ class ArgumentParser {
  private:
   const OptionSpec* find(const std::string& name) const;
   void add_app_option(OptionSpec spec);
-  void apply_json_file(const std::string& path, TrainingArguments& args) const;
+  class PendingErrors;
+  void apply_json_file(const std::string& path, TrainingArguments& args,
+                       PendingErrors& pending) const;
 
   std::string description_;
   std::string program_ = "program";

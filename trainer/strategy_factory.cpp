@@ -1,6 +1,8 @@
 #include <ctrainer/trainer/strategy_factory.h>
 
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include <ctrainer/distributed/ddp_strategy.h>
 #include <ctrainer/trainer/core/errors.h>
@@ -75,7 +77,10 @@ TrainingStrategy create_training_strategy(const TrainingArguments& args, const P
     return out;
   }
   ProcessGroupOptions group_options;
-  group_options.backend = resolve_backend(args.ddp_backend, device);
+  // The distributed layer knows backends by c10d's names, which are HF's.
+  const std::optional<std::string> requested =
+      args.ddp_backend ? std::optional<std::string>(to_string(*args.ddp_backend)) : std::nullopt;
+  group_options.backend = resolve_backend(requested, device);
   group_options.timeout = std::chrono::seconds(args.ddp_timeout);
   logging::logger()->info("rank {} of {} ({}): joining the {} process group at {}:{}", process.rank,
                           process.world_size, to_string(process.launched_by), group_options.backend,

@@ -330,7 +330,7 @@ void Trainer::maybe_log_save_evaluate() {
   if (control_.should_evaluate) {
     Metrics metrics = evaluate();
     update_best_metric(metrics);
-    if (args_.save_strategy == "best") control_.should_save = is_new_best_;
+    if (args_.save_strategy == SaveStrategy::kBest) control_.should_save = is_new_best_;
   }
   if (control_.should_save) save_checkpoint();
 }

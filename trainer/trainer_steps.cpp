@@ -26,8 +26,7 @@ std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
                          args_.dataloader_prefetch_factor.value_or(2)};
   TrainSamplerOptions sampling{
       .seed = args_.sampler_seed(),
-      .shuffle = args_.train_sampling_strategy != "sequential",
-      .group_by_length = args_.train_sampling_strategy == "group_by_length",
+      .strategy = args_.train_sampling_strategy,
       .group_batch_size = args_.per_device_train_batch_size * args_.gradient_accumulation_steps,
       .num_replicas = strategy_->world_size(),
       .rank = process_.rank,

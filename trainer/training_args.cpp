@@ -14,26 +14,8 @@
 namespace ctrainer {
 namespace {
 
-// Values transformers accepts whose feature ctrainer has not built yet: validate() answers
-// them with NotSupportedYet, while anything else is a typo and gets an ArgumentError.
-// clang-format off
-const std::vector<std::string> kOptimizersLater = {
-    "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused", "adamw_apex_fused",
-    "adafactor", "adamw_anyprecision", "adamw_torch_4bit", "adamw_torch_8bit", "ademamix",
-    "adagrad", "adamw_bnb_8bit", "adamw_8bit", "ademamix_8bit", "lion_8bit", "lion_32bit",
-    "paged_adamw_32bit", "paged_adamw_8bit", "paged_ademamix_32bit", "paged_ademamix_8bit",
-    "paged_lion_32bit", "paged_lion_8bit", "rmsprop", "rmsprop_bnb", "rmsprop_bnb_8bit",
-    "rmsprop_bnb_32bit", "galore_adamw", "galore_adamw_8bit", "galore_adafactor",
-    "galore_adamw_layerwise", "galore_adamw_8bit_layerwise", "galore_adafactor_layerwise", "lomo",
-    "adalomo", "grokadamw", "schedule_free_radam", "schedule_free_adamw", "schedule_free_sgd",
-    "apollo_adamw", "apollo_adamw_layerwise", "stable_adamw"};
-// clang-format on
-const std::vector<std::string> kSchedulersLater = {"reduce_lr_on_plateau", "cosine_with_min_lr",
-                                                   "cosine_warmup_with_min_lr",
-                                                   "warmup_stable_decay"};
-const std::vector<std::string> kLogLevelsLater = {"detail"};
-const std::vector<std::string> kSamplingStrategiesLater = {"batch_rebalance"};
-const std::vector<std::string> kDdpBackendsLater = {"mpi"};
+// Integrations transformers knows: validate() answers them with NotSupportedYet, while anything
+// else is a typo and gets an ArgumentError. (The enums' own lists are in args/choices.h.)
 const std::vector<std::string> kIntegrationsLater = {
     "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive", "flyte",
     "mlflow",   "neptune", "swanlab",    "tensorboard", "trackio", "wandb"};
@@ -56,16 +38,28 @@ std::string num(double value) {
   return nlohmann::json(value).dump();
 }
 
-/// The accepted values of an enum flag, from the registry (the one place that lists them).
-const std::vector<std::string>& choices(const std::string& flag) {
-  return find_training_args_option(flag)->choices;
+/// The parser only ever stores values of the table; a struct filled in code may hold an
+/// integer cast to the enum.
+template <ChoiceEnum E>
+void check_choice(const std::string& flag, E value) {
+  if (is_choice(value)) return;
+  throw ChoiceError("--" + flag + " must be one of " + choices_text<E>() + " (got the value " +
+                    std::to_string(static_cast<int64_t>(value)) + ")");
 }
 
-void check_choice(const std::string& flag, const std::string& value,
-                  const std::vector<std::string>& later = {}) {
-  if (contains(choices(flag), value) || contains(later, value)) return;
-  throw ArgumentError("--" + flag + " must be one of " + join(choices(flag)) + " (got '" + value +
-                      "')");
+/// save_strategy as the eval_strategy it equals, if any (HF compares the two strings).
+std::optional<IntervalStrategy> as_interval(SaveStrategy save) {
+  switch (save) {
+    case SaveStrategy::kNo:
+      return IntervalStrategy::kNo;
+    case SaveStrategy::kSteps:
+      return IntervalStrategy::kSteps;
+    case SaveStrategy::kEpoch:
+      return IntervalStrategy::kEpoch;
+    case SaveStrategy::kBest:
+      break;
+  }
+  return std::nullopt;
 }
 
 /// transformers' rule for logging_steps, eval_steps and save_steps under the "steps" strategy.
@@ -108,21 +102,17 @@ void check_unit_interval(const std::string& flag, double value, bool closed = fa
 }  // namespace
 
 void TrainingArguments::validate() {
-  // ---- 1. enum values: typos are errors; values transformers knows wait for step 5 ----
+  // ---- 1. closed sets: the parser refused typos and unbuilt values already ----
   check_choice("eval_strategy", eval_strategy);
   check_choice("logging_strategy", logging_strategy);
   check_choice("save_strategy", save_strategy);
-  check_choice("optim", optim, kOptimizersLater);
-  check_choice("lr_scheduler_type", lr_scheduler_type, kSchedulersLater);
-  check_choice("log_level", log_level, kLogLevelsLater);
-  check_choice("log_level_replica", log_level_replica, kLogLevelsLater);
+  check_choice("optim", optim);
+  check_choice("lr_scheduler_type", lr_scheduler_type);
+  check_choice("log_level", log_level);
+  check_choice("log_level_replica", log_level_replica);
   check_choice("half_precision_backend", half_precision_backend);
-  check_choice("train_sampling_strategy", train_sampling_strategy, kSamplingStrategiesLater);
-  if (ddp_backend && !contains(choices("ddp_backend"), *ddp_backend) &&
-      !contains(kDdpBackendsLater, *ddp_backend)) {
-    throw ArgumentError("--ddp_backend must be one of " + join(choices("ddp_backend")) + ", " +
-                        join(kDdpBackendsLater) + " (got '" + *ddp_backend + "')");
-  }
+  check_choice("train_sampling_strategy", train_sampling_strategy);
+  if (ddp_backend) check_choice("ddp_backend", *ddp_backend);
   for (const std::string& target : report_to) {
     if (target == "none" || target == "all") {
       if (report_to.size() > 1) {
@@ -147,8 +137,8 @@ void TrainingArguments::validate() {
   }
 
   // ---- 2. derived defaults, as transformers' TrainingArguments.__post_init__ ----
-  if (eval_strategy != "no") do_eval = true;
-  if (eval_strategy == "steps" && (!eval_steps || *eval_steps == 0)) {
+  if (eval_strategy != IntervalStrategy::kNo) do_eval = true;
+  if (eval_strategy == IntervalStrategy::kSteps && (!eval_steps || *eval_steps == 0)) {
     if (!(logging_steps > 0)) {
       throw ArgumentError(
           "--eval_strategy steps requires a positive --eval_steps (or --logging_steps, its "
@@ -165,21 +155,23 @@ void TrainingArguments::validate() {
   }
   if (!run_name) run_name = output_dir;
   // group_by_length is transformers 4's spelling of train_sampling_strategy=group_by_length.
-  if (group_by_length && train_sampling_strategy == "random")
-    train_sampling_strategy = "group_by_length";
-  if (group_by_length && train_sampling_strategy != "group_by_length") {
+  if (group_by_length && train_sampling_strategy == TrainSamplingStrategy::kRandom)
+    train_sampling_strategy = TrainSamplingStrategy::kGroupByLength;
+  if (group_by_length && train_sampling_strategy != TrainSamplingStrategy::kGroupByLength) {
     throw ArgumentError("--group_by_length contradicts --train_sampling_strategy " +
-                        train_sampling_strategy + "; give only one of them");
+                        to_string(train_sampling_strategy) + "; give only one of them");
   }
-  group_by_length = train_sampling_strategy == "group_by_length";
+  group_by_length = train_sampling_strategy == TrainSamplingStrategy::kGroupByLength;
   // Pinned memory needs an accelerator; transformers turns it off for CPU runs too.
   if (on_cpu_requested()) dataloader_pin_memory = false;
 
   // ---- 3. ranges ----
   if (output_dir.empty()) throw ArgumentError("--output_dir must not be empty");
-  if (logging_strategy == "steps") check_steps("logging_steps", logging_steps, "logging_strategy");
-  if (eval_strategy == "steps") check_steps("eval_steps", *eval_steps, "eval_strategy");
-  if (save_strategy == "steps") check_steps("save_steps", save_steps, "save_strategy");
+  if (logging_strategy == IntervalStrategy::kSteps)
+    check_steps("logging_steps", logging_steps, "logging_strategy");
+  if (eval_strategy == IntervalStrategy::kSteps)
+    check_steps("eval_steps", *eval_steps, "eval_strategy");
+  if (save_strategy == SaveStrategy::kSteps) check_steps("save_steps", save_steps, "save_strategy");
   if (save_total_limit) {
     check_at_least("save_total_limit", *save_total_limit, 1,
                    "leave it unset to keep every checkpoint");
@@ -226,20 +218,20 @@ void TrainingArguments::validate() {
     throw ArgumentError(
         "--fp16_full_eval and --bf16_full_eval cannot both be set; choose one evaluation dtype");
   }
-  if (save_strategy == "best" && !metric_for_best_model) {
+  if (save_strategy == SaveStrategy::kBest && !metric_for_best_model) {
     throw ArgumentError(
         "--save_strategy best needs --metric_for_best_model (for example "
         "--metric_for_best_model loss) to know which checkpoint is best");
   }
-  if (load_best_model_at_end && save_strategy != "best") {
-    if (eval_strategy != save_strategy) {
+  if (load_best_model_at_end && save_strategy != SaveStrategy::kBest) {
+    if (as_interval(save_strategy) != eval_strategy) {
       throw ArgumentError(
           "--load_best_model_at_end requires --save_strategy to match "
           "--eval_strategy (got eval_strategy " +
-          eval_strategy + ", save_strategy " + save_strategy +
+          to_string(eval_strategy) + ", save_strategy " + to_string(save_strategy) +
           "); set both to steps or epoch, or use --save_strategy best");
     }
-    if (eval_strategy == "steps" && std::fmod(save_steps, *eval_steps) != 0) {
+    if (eval_strategy == IntervalStrategy::kSteps && std::fmod(save_steps, *eval_steps) != 0) {
       const double eval = *eval_steps;
       if (eval < 1 || save_steps < 1) {
         if (!(eval < 1 && save_steps < 1)) {
@@ -266,34 +258,15 @@ void TrainingArguments::validate() {
   // ---- 5. features that have not landed yet ----
   // One line per feature, after the checks above so that a bad value still gets its specific
   // message. Delete a line when its feature lands.
-  if (half_precision_backend == "apex") {
+  // Values of a closed set that transformers knows and ctrainer lacks (ChoiceTable::kLater) are
+  // never stored: ArgumentParser refuses them once validate() has passed, in the same order.
+  if (half_precision_backend == HalfPrecisionBackend::kApex) {
     throw NotSupportedYet("half_precision_backend apex",
                           "NVIDIA apex is a Python extension; auto uses native autocast");
-  }
-  if (ddp_backend && contains(kDdpBackendsLater, *ddp_backend)) {
-    throw NotSupportedYet("ddp_backend " + *ddp_backend, "use gloo or nccl");
   }
   if (!fsdp.empty()) throw NotSupportedYet("fsdp", "FSDP has not landed");
   if (fsdp_config) throw NotSupportedYet("fsdp_config", "FSDP has not landed");
   if (deepspeed) throw NotSupportedYet("deepspeed", "DeepSpeed is not planned yet");
-  if (contains(kSamplingStrategiesLater, train_sampling_strategy)) {
-    throw NotSupportedYet("train_sampling_strategy " + train_sampling_strategy,
-                          "available: " + join(choices("train_sampling_strategy")));
-  }
-  if (!contains(choices("optim"), optim)) {
-    throw NotSupportedYet("optim " + optim, "available: " + join(choices("optim")));
-  }
-  if (!contains(choices("lr_scheduler_type"), lr_scheduler_type)) {
-    throw NotSupportedYet("lr_scheduler_type " + lr_scheduler_type,
-                          "available: " + join(choices("lr_scheduler_type")));
-  }
-  if (!contains(choices("log_level"), log_level)) {
-    throw NotSupportedYet("log_level " + log_level, "available: " + join(choices("log_level")));
-  }
-  if (!contains(choices("log_level_replica"), log_level_replica)) {
-    throw NotSupportedYet("log_level_replica " + log_level_replica,
-                          "available: " + join(choices("log_level_replica")));
-  }
   for (const std::string& target : report_to) {
     if (target != "none" && target != "all") {
       throw NotSupportedYet("report_to " + target,

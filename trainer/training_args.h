@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <ctrainer/trainer/args/choices.h>
+
 namespace ctrainer {
 
 /// Hugging Face Trainer arguments. Field names, meanings and defaults follow
@@ -25,18 +27,18 @@ struct TrainingArguments {
   /// Name of the run in logs; defaults to output_dir.
   std::optional<std::string> run_name;
 
-  // ---- evaluation / logging / saving strategies: "no" | "steps" | "epoch" ----
+  // ---- evaluation / logging / saving strategies (HF spellings in args/choices.h) ----
   /// Alias: evaluation_strategy.
-  std::string eval_strategy = "no";
+  IntervalStrategy eval_strategy = IntervalStrategy::kNo;
   /// Evaluate every N steps with eval_strategy=steps (a value < 1 is a ratio of max_steps).
   /// Defaults to logging_steps.
   std::optional<double> eval_steps;
-  std::string logging_strategy = "steps";
+  IntervalStrategy logging_strategy = IntervalStrategy::kSteps;
   /// Log every N optimizer steps (a value < 1 is a ratio of max_steps).
   double logging_steps = 500;
   bool logging_first_step = false;
-  /// When to write output_dir/checkpoint-<step>: "no" | "steps" | "epoch" | "best".
-  std::string save_strategy = "steps";
+  /// When to write output_dir/checkpoint-<step>; kBest: whenever metric_for_best_model improves.
+  SaveStrategy save_strategy = SaveStrategy::kSteps;
   double save_steps = 500;
   std::optional<int64_t> save_total_limit;
   bool save_only_model = false;
@@ -56,17 +58,15 @@ struct TrainingArguments {
   double adam_epsilon = 1e-8;
   /// Clip the global L2 norm of the gradients to this value (0 disables clipping).
   double max_grad_norm = 1.0;
-  /// "adamw_torch" (alias "adamw_hf") or "sgd".
-  std::string optim = "adamw_torch";
+  /// kAdamWHf trains as kAdamWTorch.
+  OptimizerName optim = OptimizerName::kAdamWTorch;
 
   // ---- schedule ----
   /// May be fractional: the last epoch is then partial.
   double num_train_epochs = 3.0;
   /// If > 0, the total number of optimizer steps; overrides num_train_epochs.
   int64_t max_steps = -1;
-  /// linear | cosine | cosine_with_restarts | polynomial | constant | constant_with_warmup |
-  /// inverse_sqrt
-  std::string lr_scheduler_type = "linear";
+  SchedulerType lr_scheduler_type = SchedulerType::kLinear;
   int64_t warmup_steps = 0;
   /// Fraction of the total steps used for warm-up when warmup_steps is 0.
   double warmup_ratio = 0.0;
@@ -79,10 +79,10 @@ struct TrainingArguments {
   bool full_determinism = false;
 
   // ---- logging ----
-  /// Level of the main process: passive | debug | info | warning | error | critical.
-  std::string log_level = "passive";
+  /// Level of the main process (kPassive: the library's verbosity).
+  LogLevel log_level = LogLevel::kPassive;
   /// Level of the other processes.
-  std::string log_level_replica = "warning";
+  LogLevel log_level_replica = LogLevel::kWarning;
   /// With multi-node training, whether each node's local main process logs as a main process.
   bool log_on_each_node = true;
   bool disable_tqdm = false;
@@ -98,11 +98,11 @@ struct TrainingArguments {
   std::optional<int64_t> dataloader_prefetch_factor;
   /// Batch keys holding the labels; defaults to {"labels"}.
   std::optional<std::vector<std::string>> label_names;
-  /// Order of the training examples (transformers 5's train_sampling_strategy): "random"
-  /// (reshuffled each epoch), "sequential" (dataset order every epoch) or "group_by_length";
-  /// HF's "batch_rebalance" is refused as not supported yet.
-  std::string train_sampling_strategy = "random";
-  /// The older HF flag for train_sampling_strategy=group_by_length; validate() keeps the two
+  /// Order of the training examples (transformers 5's train_sampling_strategy): kRandom
+  /// (reshuffled each epoch), kSequential (dataset order every epoch) or kGroupByLength; HF's
+  /// batch_rebalance is refused as not supported yet.
+  TrainSamplingStrategy train_sampling_strategy = TrainSamplingStrategy::kRandom;
+  /// The older HF flag for train_sampling_strategy kGroupByLength; validate() keeps the two
   /// consistent.
   bool group_by_length = false;
 
@@ -128,9 +128,9 @@ struct TrainingArguments {
   bool fp16 = false;
   /// bfloat16 mixed precision: autocast of forward+loss, no loss scaling (CPU and CUDA).
   bool bf16 = false;
-  /// "auto" (native torch autocast), "apex" (refused: a Python extension) or "cpu_amp" (CPU
+  /// kAuto (native torch autocast), kApex (refused: a Python extension) or kCpuAmp (CPU
   /// autocast; CPU runs only).
-  std::string half_precision_backend = "auto";
+  HalfPrecisionBackend half_precision_backend = HalfPrecisionBackend::kAuto;
   /// Apex AMP optimisation level; only apex reads it, so ctrainer keeps it for HF compatibility.
   std::string fp16_opt_level = "O1";
   /// Evaluate/predict outside training with the model cast to float16 (CUDA only) / bfloat16.
@@ -143,7 +143,8 @@ struct TrainingArguments {
 
   // ---- distributed ----
   int64_t local_rank = -1;
-  std::optional<std::string> ddp_backend;
+  /// Unset: nccl on a GPU, gloo otherwise.
+  std::optional<DdpBackend> ddp_backend;
   /// Seconds.
   int64_t ddp_timeout = 1800;
   std::optional<bool> ddp_find_unused_parameters;

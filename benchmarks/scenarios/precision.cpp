@@ -96,10 +96,10 @@ class StepTimer : public TrainerCallback {
   args.max_steps = steps;
   args.learning_rate = 1e-4;
   args.warmup_ratio = 0.1;
-  args.save_strategy = "no";
+  args.save_strategy = SaveStrategy::kNo;
   args.logging_steps = static_cast<double>(steps);
   args.disable_tqdm = true;
-  args.log_level = "error";
+  args.log_level = LogLevel::kError;
   torch::manual_seed(kInitSeed);
   auto model = std::make_shared<BertForSequenceClassification>(s.config);
   auto timer = std::make_shared<StepTimer>();

@@ -42,7 +42,7 @@ TrainingArguments workload_args(const Workload& w) {
   args.warmup_ratio = 0.1;
   args.logging_steps = 50;
   args.disable_tqdm = true;
-  args.log_level = "error";
+  args.log_level = LogLevel::kError;
   args.validate();
   return args;
 }

@@ -57,7 +57,7 @@ inline TrainingArguments quiet_args(const std::string& name) {
   args.use_cpu = true;
   args.output_dir = fresh_output_dir(name);
   args.disable_tqdm = true;
-  args.log_level = "error";
+  args.log_level = LogLevel::kError;
   args.logging_steps = 1000000;
   return args;
 }

@@ -11,7 +11,7 @@ namespace ctrainer {
 namespace {
 
 std::vector<at::Tensor> train_and_get_params(int64_t n_examples, int64_t batch,
-                                             int64_t accumulation, const std::string& optim,
+                                             int64_t accumulation, OptimizerName optim,
                                              int64_t epochs = 2) {
   auto data = testing::make_blobs_dataset(n_examples, 6, 3);
   auto args = testing::quiet_args("accum");
@@ -40,7 +40,7 @@ void expect_params_near(const std::vector<at::Tensor>& a, const std::vector<at::
 }
 
 TEST(Accumulation, EqualWindowsMatchTheLargeBatch) {
-  for (const std::string optim : {"adamw_torch", "sgd"}) {
+  for (const OptimizerName optim : {OptimizerName::kAdamWTorch, OptimizerName::kSgd}) {
     auto reference = train_and_get_params(32, 8, 1, optim);
     expect_params_near(train_and_get_params(32, 4, 2, optim), reference, 1e-6);
     expect_params_near(train_and_get_params(32, 2, 4, optim), reference, 1e-6);
@@ -49,23 +49,23 @@ TEST(Accumulation, EqualWindowsMatchTheLargeBatch) {
 
 TEST(Accumulation, ShortLastWindowMatchesTheShortLastBatch) {
   // 20 examples: batch 8 -> 8, 8, 4; batch 4 x 2 -> (4,4) (4,4) (4); batch 2 x 4 -> ... (2,2).
-  auto reference = train_and_get_params(20, 8, 1, "adamw_torch");
-  expect_params_near(train_and_get_params(20, 4, 2, "adamw_torch"), reference, 1e-6);
-  expect_params_near(train_and_get_params(20, 2, 4, "adamw_torch"), reference, 1e-6);
+  auto reference = train_and_get_params(20, 8, 1, OptimizerName::kAdamWTorch);
+  expect_params_near(train_and_get_params(20, 4, 2, OptimizerName::kAdamWTorch), reference, 1e-6);
+  expect_params_near(train_and_get_params(20, 2, 4, OptimizerName::kAdamWTorch), reference, 1e-6);
 }
 
 TEST(Accumulation, RaggedLastWindowIsWeightedByExamples) {
   // 19 examples: batch 8 -> 8, 8, 3; batch 2 x 4 -> last window (2, 1): the 1-example batch
   // must count half as much as the 2-example one for the update to equal the 3-example batch.
-  auto reference = train_and_get_params(19, 8, 1, "sgd");
-  expect_params_near(train_and_get_params(19, 2, 4, "sgd"), reference, 1e-6);
-  expect_params_near(train_and_get_params(19, 4, 2, "sgd"), reference, 1e-6);
+  auto reference = train_and_get_params(19, 8, 1, OptimizerName::kSgd);
+  expect_params_near(train_and_get_params(19, 2, 4, OptimizerName::kSgd), reference, 1e-6);
+  expect_params_near(train_and_get_params(19, 4, 2, OptimizerName::kSgd), reference, 1e-6);
 }
 
 TEST(Accumulation, DifferentWindowsReallyDiffer) {
   // Guards the tests above: accumulation 2 with batch 8 is a different run than batch 8.
-  auto a = train_and_get_params(32, 8, 1, "sgd");
-  auto b = train_and_get_params(32, 8, 2, "sgd");
+  auto a = train_and_get_params(32, 8, 1, OptimizerName::kSgd);
+  auto b = train_and_get_params(32, 8, 2, OptimizerName::kSgd);
   double max_diff = 0;
   for (size_t i = 0; i < a.size(); ++i)
     max_diff = std::max(max_diff, (a[i] - b[i]).abs().max().item<double>());

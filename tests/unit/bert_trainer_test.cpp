@@ -66,7 +66,7 @@ TEST(BertTrainer, GradientCheckpointingTrainsToIdenticalParameters) {
   args.per_device_train_batch_size = 16;
   args.max_steps = 6;
   args.learning_rate = 1e-3;
-  args.save_strategy = "no";
+  args.save_strategy = SaveStrategy::kNo;
   const RunResult plain = train_tiny_bert(args);
   args.output_dir = testing::fresh_output_dir("checkpointed");
   args.gradient_checkpointing = true;
@@ -85,7 +85,7 @@ TEST(BertTrainer, Bf16AutocastEndsCloseToFp32) {
   args.per_device_train_batch_size = 16;
   args.num_train_epochs = 8;
   args.learning_rate = 2e-3;
-  args.save_strategy = "no";
+  args.save_strategy = SaveStrategy::kNo;
   const RunResult fp32 = train_tiny_bert(args);
   args.output_dir = testing::fresh_output_dir("bf16");
   args.bf16 = true;

@@ -48,7 +48,7 @@ TEST(Callbacks, EventSequenceOfASmallRun) {
   args.gradient_accumulation_steps = 2;  // -> 2 optimizer steps
   args.num_train_epochs = 1;
   args.logging_steps = 1;
-  args.eval_strategy = "steps";
+  args.eval_strategy = IntervalStrategy::kSteps;
   args.eval_steps = 2;
   auto recorder = std::make_shared<RecordingCallback>();
   Trainer trainer(std::make_shared<LinearRegression>(2, 1), args,
@@ -109,7 +109,7 @@ TEST(Callbacks, ContextHoldsTheTrainLoaderAndTheLatestEvalOrTestLoader) {
   args.per_device_eval_batch_size = 2;
   args.num_train_epochs = 1;
   args.max_steps = 2;
-  args.save_strategy = "no";
+  args.save_strategy = SaveStrategy::kNo;
   auto recorder = std::make_shared<LoaderRecordingCallback>();
   Trainer trainer(std::make_shared<LinearRegression>(2, 1), args,
                   {.train_dataset = data, .eval_dataset = eval, .callbacks = {recorder}});
@@ -195,7 +195,7 @@ int64_t early_stopping_step(std::vector<double> scores, int64_t patience, double
   auto args = testing::quiet_args("early");
   args.per_device_train_batch_size = 1;  // 8 steps per epoch
   args.num_train_epochs = 3;
-  args.eval_strategy = "steps";
+  args.eval_strategy = IntervalStrategy::kSteps;
   args.eval_steps = 1;
   args.metric_for_best_model = "score";
   args.greater_is_better = greater_is_better;
@@ -226,7 +226,7 @@ TEST(Callbacks, EarlyStoppingStopsAfterPatienceEvaluationsWithoutImprovement) {
 TEST(Callbacks, EarlyStoppingWithoutMetricIsAClearError) {
   auto data = testing::make_regression_dataset(8, 2);
   auto args = testing::quiet_args("early_bad");
-  args.eval_strategy = "steps";
+  args.eval_strategy = IntervalStrategy::kSteps;
   Trainer trainer(std::make_shared<LinearRegression>(2, 1), args,
                   {.train_dataset = data,
                    .eval_dataset = data,

@@ -40,7 +40,7 @@ struct RunSetup {
   int64_t save_steps = 1;
   /// Not a divisor of the stop points, so a checkpoint holds an unlogged running loss.
   int64_t logging_steps = 4;
-  std::string save_strategy = "steps";
+  SaveStrategy save_strategy = SaveStrategy::kSteps;
   int64_t num_workers = 0;
   bool group_by_length = false;
 };
@@ -74,7 +74,7 @@ TrainingArguments args_for(const RunSetup& s, const std::string& dir) {
   args.logging_steps = static_cast<double>(s.logging_steps);
   args.save_strategy = s.save_strategy;
   args.save_steps = static_cast<double>(s.save_steps);
-  args.eval_strategy = "steps";
+  args.eval_strategy = IntervalStrategy::kSteps;
   args.eval_steps = 3;
   args.dataloader_num_workers = s.num_workers;
   args.group_by_length = s.group_by_length;
@@ -178,7 +178,7 @@ TEST(CheckpointResume, EpochCheckpointsResumeAtTheNextEpoch) {
     RunSetup s{.seed = 5,
                .accumulation = accumulation,
                .max_steps = accumulation == 1 ? 15 : 8,
-               .save_strategy = "epoch"};
+               .save_strategy = SaveStrategy::kEpoch};
     const int64_t first_epoch_end = accumulation == 1 ? 6 : 3;
     auto straight = run(s, testing::fresh_output_dir("epoch_straight"), std::nullopt, std::nullopt);
     const auto dir = testing::fresh_output_dir("epoch_stopped");
@@ -276,7 +276,7 @@ TEST(CheckpointResume, TrainerRotatesAndReloadsTheBestModel) {
   args.output_dir = dir;
   args.per_device_train_batch_size = 4;
   args.max_steps = 6;
-  args.eval_strategy = "steps";
+  args.eval_strategy = IntervalStrategy::kSteps;
   args.eval_steps = 1;
   args.save_steps = 1;
   args.save_total_limit = 2;
@@ -316,7 +316,7 @@ TEST(CheckpointResume, EarlyStoppingCounterIsRestored) {
     args.output_dir = dir;
     args.per_device_train_batch_size = 4;
     args.max_steps = 20;
-    args.eval_strategy = "steps";
+    args.eval_strategy = IntervalStrategy::kSteps;
     args.eval_steps = 1;
     args.save_steps = 1;
     args.metric_for_best_model = "score";
@@ -367,7 +367,7 @@ TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
     }
   };
   auto args = args_for(RunSetup{.max_steps = 4}, dir);
-  args.eval_strategy = "no";
+  args.eval_strategy = IntervalStrategy::kNo;
   args.resume_from_checkpoint = "latest";
   args.per_device_train_batch_size = 2;
   expect_error(args, "--per_device_train_batch_size");
@@ -383,7 +383,7 @@ TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
   // save_only_model checkpoints hold weights only.
   const auto only = testing::fresh_output_dir("only_model");
   auto a = args_for(RunSetup{.max_steps = 2, .save_steps = 2}, only);
-  a.eval_strategy = "no";
+  a.eval_strategy = IntervalStrategy::kNo;
   a.save_only_model = true;
   {
     auto data = testing::make_blobs_dataset(22, 5, 4);

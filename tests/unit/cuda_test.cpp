@@ -207,7 +207,7 @@ GpuRun train_mlp(bool use_cpu, bool fp16, const std::string& dir, int64_t max_st
   args.warmup_steps = 2;
   args.weight_decay = 0.01;
   args.logging_steps = 1;
-  args.save_strategy = "steps";
+  args.save_strategy = SaveStrategy::kSteps;
   args.save_steps = 3;
   args.resume_from_checkpoint = resume;
   torch::manual_seed(5);

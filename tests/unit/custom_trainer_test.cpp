@@ -125,7 +125,7 @@ TEST(CustomTrainer, TrainingStepOverrideIsUsed) {
   args.num_train_epochs = 1;
   args.per_device_train_batch_size = 4;
   args.gradient_accumulation_steps = 2;
-  args.optim = "sgd";
+  args.optim = OptimizerName::kSgd;
   torch::manual_seed(3);
   auto model = std::make_shared<MLPClassifier>(4, 8, 3);
   auto before = params_of(*model);

@@ -50,8 +50,7 @@ ProcessInfo two_nodes(int64_t rank) {
   return proc(rank, 2, 0, 1);
 }
 
-TrainingArguments args_with(const std::string& level, const std::string& replica,
-                            bool each_node = true) {
+TrainingArguments args_with(LogLevel level, LogLevel replica, bool each_node = true) {
   TrainingArguments a;
   a.log_level = level;
   a.log_level_replica = replica;
@@ -101,7 +100,7 @@ const std::vector<std::string> kFromError = {"error", "critical"};
 
 TEST(Logging, ExactLineFormat) {
   std::ostringstream out;
-  lg::setup(args_with("info", "warning"), one_node(1),
+  lg::setup(args_with(LogLevel::kInfo, LogLevel::kWarning), one_node(1),
             std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
   lg::logger()->warn("step {} of {}", 3, 10);
   lg::logger()->flush();
@@ -111,13 +110,14 @@ TEST(Logging, ExactLineFormat) {
 }
 
 TEST(Logging, OneNodeMainAndReplica) {
-  const auto a = args_with("info", "error");
+  const auto a = args_with(LogLevel::kInfo, LogLevel::kError);
   EXPECT_EQ(levels(a, one_node(0)), kFromInfo);   // main process: log_level
   EXPECT_EQ(levels(a, one_node(1)), kFromError);  // replica: log_level_replica
-  const auto b = args_with("debug", "warning");
+  const auto b = args_with(LogLevel::kDebug, LogLevel::kWarning);
   EXPECT_EQ(levels(b, one_node(0)), kFromDebug);
   EXPECT_EQ(levels(b, one_node(1)), kFromWarning);
-  const auto c = args_with("error", "info");  // a replica may be more verbose than the main one
+  const auto c = args_with(LogLevel::kError,
+                           LogLevel::kInfo);  // a replica may be more verbose than the main one
   EXPECT_EQ(levels(c, one_node(0)), kFromError);
   EXPECT_EQ(levels(c, one_node(1)), kFromInfo);
 }
@@ -125,7 +125,7 @@ TEST(Logging, OneNodeMainAndReplica) {
 TEST(Logging, OneNodeLogOnEachNodeMakesNoDifference) {
   // On one node local_rank == rank, so both settings select the same processes.
   for (bool each : {true, false}) {
-    const auto a = args_with("debug", "error", each);
+    const auto a = args_with(LogLevel::kDebug, LogLevel::kError, each);
     EXPECT_EQ(levels(a, one_node(0)), kFromDebug) << each;
     EXPECT_EQ(levels(a, one_node(1)), kFromError) << each;
   }
@@ -133,10 +133,10 @@ TEST(Logging, OneNodeLogOnEachNodeMakesNoDifference) {
 
 TEST(Logging, TwoNodesLogOnEachNode) {
   // Rank 1 is local rank 0 of the second node.
-  const auto each = args_with("debug", "error", /*each_node=*/true);
+  const auto each = args_with(LogLevel::kDebug, LogLevel::kError, /*each_node=*/true);
   EXPECT_EQ(levels(each, two_nodes(0)), kFromDebug);
   EXPECT_EQ(levels(each, two_nodes(1)), kFromDebug);  // its node's main process: log_level
-  const auto global = args_with("debug", "error", /*each_node=*/false);
+  const auto global = args_with(LogLevel::kDebug, LogLevel::kError, /*each_node=*/false);
   EXPECT_EQ(levels(global, two_nodes(0)), kFromDebug);
   EXPECT_EQ(levels(global, two_nodes(1)), kFromError);  // only rank 0 is main: replica level
 }
@@ -150,53 +150,67 @@ TEST(Logging, PassiveUsesVerbosity) {
   lg::set_verbosity(spdlog::level::info);
   EXPECT_EQ(levels(defaults, one_node(0)), kFromInfo);
   EXPECT_EQ(levels(defaults, one_node(1)), kFromWarning);  // replica level is explicit
-  EXPECT_EQ(levels(args_with("error", "passive"), one_node(1)), kFromInfo);
-  EXPECT_EQ(levels(args_with("passive", "passive"), one_node(0)), kFromInfo);
+  EXPECT_EQ(levels(args_with(LogLevel::kError, LogLevel::kPassive), one_node(1)), kFromInfo);
+  EXPECT_EQ(levels(args_with(LogLevel::kPassive, LogLevel::kPassive), one_node(0)), kFromInfo);
 
   lg::set_verbosity(spdlog::level::debug);
-  EXPECT_EQ(levels(args_with("passive", "error"), two_nodes(1)), kFromDebug);
-  EXPECT_EQ(levels(args_with("passive", "error", false), two_nodes(1)), kFromError);
+  EXPECT_EQ(levels(args_with(LogLevel::kPassive, LogLevel::kError), two_nodes(1)), kFromDebug);
+  EXPECT_EQ(levels(args_with(LogLevel::kPassive, LogLevel::kError, false), two_nodes(1)),
+            kFromError);
   lg::set_verbosity(spdlog::level::warn);
 }
 
 TEST(Logging, SetupLevelIsNotMovedByLaterSetVerbosity) {
-  lg::setup(args_with("info", "warning"), one_node(0));
+  lg::setup(args_with(LogLevel::kInfo, LogLevel::kWarning), one_node(0));
   lg::set_verbosity(spdlog::level::err);
   EXPECT_EQ(lg::logger()->level(), spdlog::level::info);
   lg::set_verbosity(spdlog::level::warn);
 }
 
 TEST(Logging, ShouldLogAndProcessLogLevel) {
-  const auto a = args_with("debug", "error", true);
+  const auto a = args_with(LogLevel::kDebug, LogLevel::kError, true);
   EXPECT_TRUE(lg::should_log(a, one_node(0)));
   EXPECT_FALSE(lg::should_log(a, one_node(1)));
   EXPECT_TRUE(lg::should_log(a, two_nodes(1)));
-  EXPECT_FALSE(lg::should_log(args_with("debug", "error", false), two_nodes(1)));
+  EXPECT_FALSE(lg::should_log(args_with(LogLevel::kDebug, LogLevel::kError, false), two_nodes(1)));
   EXPECT_EQ(lg::process_log_level(a, one_node(0)), spdlog::level::debug);
   EXPECT_EQ(lg::process_log_level(a, one_node(1)), spdlog::level::err);
-  EXPECT_EQ(lg::process_log_level(args_with("critical", "detail"), one_node(1)),
+  EXPECT_EQ(lg::process_log_level(args_with(LogLevel::kCritical, LogLevel::kDebug), one_node(1)),
             spdlog::level::debug);
-  EXPECT_EQ(lg::process_log_level(args_with("critical", "detail"), one_node(0)),
+  EXPECT_EQ(lg::process_log_level(args_with(LogLevel::kCritical, LogLevel::kDebug), one_node(0)),
             spdlog::level::critical);
+  // HF's "detail" (debug) has no LogLevel: it is refused when parsed, as validate() refused it
+  // before the levels were an enum.
+  EXPECT_THROW(parse_choice<LogLevel>("detail", "log_level_replica"), NotSupportedYet);
 }
 
 TEST(Logging, SetupRegistersTheLogger) {
-  lg::setup(args_with("info", "warning"), one_node(0));
+  lg::setup(args_with(LogLevel::kInfo, LogLevel::kWarning), one_node(0));
   EXPECT_EQ(spdlog::get("ctrainer"), lg::logger());
 }
 
 TEST(Logging, UnknownLevelIsAnArgumentError) {
   try {
-    lg::process_log_level(args_with("verbose", "warning"), one_node(0));
+    lg::process_log_level(
+        args_with(parse_choice<LogLevel>("verbose", "log_level"), LogLevel::kWarning), one_node(0));
     FAIL() << "expected ArgumentError";
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("--log_level"), std::string::npos) << e.what();
   }
   try {
-    lg::setup(args_with("info", "WARN"), one_node(0));
+    lg::setup(args_with(LogLevel::kInfo, parse_choice<LogLevel>("WARN", "log_level_replica")),
+              one_node(0));
     FAIL() << "expected ArgumentError";
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("--log_level_replica"), std::string::npos) << e.what();
+  }
+  // A level cast from an integer fails in the conversion, naming the flag, on every rank.
+  try {
+    lg::process_log_level(args_with(LogLevel::kInfo, static_cast<LogLevel>(42)), one_node(0));
+    FAIL() << "expected ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("--log_level_replica must be one of"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -91,20 +91,22 @@ double closed_inverse_sqrt(int64_t s, double w) {
 using Closed = std::function<double(int64_t)>;
 
 struct Case {
-  std::string name;
+  SchedulerType type;
   Closed closed;
 };
 
 std::vector<Case> all_cases() {
   const double w = kWarmup, t = kTotal;
   return {
-      {"linear", [=](int64_t s) { return closed_linear(s, w, t); }},
-      {"cosine", [=](int64_t s) { return closed_cosine(s, w, t); }},
-      {"cosine_with_restarts", [=](int64_t s) { return closed_cosine_restarts(s, w, t); }},
-      {"polynomial", [=](int64_t s) { return closed_polynomial(s, w, t, kLrA); }},
-      {"constant", [](int64_t) { return 1.0; }},
-      {"constant_with_warmup", [=](int64_t s) { return closed_constant_with_warmup(s, w); }},
-      {"inverse_sqrt", [=](int64_t s) { return closed_inverse_sqrt(s, w); }},
+      {SchedulerType::kLinear, [=](int64_t s) { return closed_linear(s, w, t); }},
+      {SchedulerType::kCosine, [=](int64_t s) { return closed_cosine(s, w, t); }},
+      {SchedulerType::kCosineWithRestarts,
+       [=](int64_t s) { return closed_cosine_restarts(s, w, t); }},
+      {SchedulerType::kPolynomial, [=](int64_t s) { return closed_polynomial(s, w, t, kLrA); }},
+      {SchedulerType::kConstant, [](int64_t) { return 1.0; }},
+      {SchedulerType::kConstantWithWarmup,
+       [=](int64_t s) { return closed_constant_with_warmup(s, w); }},
+      {SchedulerType::kInverseSqrt, [=](int64_t s) { return closed_inverse_sqrt(s, w); }},
   };
 }
 
@@ -114,14 +116,14 @@ void expect_close(double actual, double expected, const std::string& what) {
 
 // Steps a fresh scheduler to each step in kSteps and compares both groups' lrs.
 void check_schedule(const Case& c, std::shared_ptr<torch::optim::Optimizer> opt) {
-  auto sched = get_scheduler(c.name, opt, kWarmup, kTotal);
+  auto sched = get_scheduler(c.type, opt, kWarmup, kTotal);
   int64_t done = 0;
   for (int64_t target : kSteps) {
     while (done < target) {
       sched->step();
       ++done;
     }
-    const std::string what = c.name + " at step " + std::to_string(target);
+    const std::string what = to_string(c.type) + " at step " + std::to_string(target);
     ASSERT_EQ(sched->last_epoch(), target) << what;
     const double m = c.closed(target);
     const auto& groups = opt->param_groups();
@@ -132,7 +134,7 @@ void check_schedule(const Case& c, std::shared_ptr<torch::optim::Optimizer> opt)
     ASSERT_EQ(last.size(), 2u);
     expect_close(last[0], kLrA * m, what + " get_last_lr[0]");
     expect_close(last[1], kLrB * m, what + " get_last_lr[1]");
-    expect_close(schedule_multiplier(c.name, target, kWarmup, kTotal, kLrA), m,
+    expect_close(schedule_multiplier(c.type, target, kWarmup, kTotal, kLrA), m,
                  what + " schedule_multiplier");
   }
 }
@@ -147,28 +149,32 @@ TEST(LrScheduler, AllSchedulesMatchClosedFormsThroughSgd) {
 
 TEST(LrScheduler, SpotValues) {
   // A few hand-computed numbers guard against a closed form and the code sharing a mistake.
-  EXPECT_DOUBLE_EQ(schedule_multiplier("linear", 5, 10, 100, kLrA), 0.5);
-  EXPECT_DOUBLE_EQ(schedule_multiplier("linear", 55, 10, 100, kLrA), 0.5);
-  EXPECT_DOUBLE_EQ(schedule_multiplier("cosine", 55, 10, 100, kLrA), 0.5);
-  EXPECT_NEAR(schedule_multiplier("cosine", 100, 10, 100, kLrA), 0.0, 1e-15);
-  EXPECT_DOUBLE_EQ(schedule_multiplier("cosine_with_restarts", 55, 10, 100, kLrA), 0.5);
-  EXPECT_DOUBLE_EQ(schedule_multiplier("inverse_sqrt", 40, 10, 100, kLrA), 0.5);  // sqrt(10/40)
-  EXPECT_DOUBLE_EQ(schedule_multiplier("constant_with_warmup", 2, 8, 100, kLrA), 0.25);
-  EXPECT_DOUBLE_EQ(schedule_multiplier("polynomial", 130, 10, 100, 1e-3), 1e-4);
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kLinear, 5, 10, 100, kLrA), 0.5);
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kLinear, 55, 10, 100, kLrA), 0.5);
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kCosine, 55, 10, 100, kLrA), 0.5);
+  EXPECT_NEAR(schedule_multiplier(SchedulerType::kCosine, 100, 10, 100, kLrA), 0.0, 1e-15);
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kCosineWithRestarts, 55, 10, 100, kLrA), 0.5);
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kInverseSqrt, 40, 10, 100, kLrA),
+                   0.5);  // sqrt(10/40)
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kConstantWithWarmup, 2, 8, 100, kLrA), 0.25);
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kPolynomial, 130, 10, 100, 1e-3), 1e-4);
 }
 
 TEST(LrScheduler, ZeroWarmup) {
   for (int64_t s : {0, 1, 50, 99, 100}) {
-    expect_close(schedule_multiplier("linear", s, 0, 100, kLrA), (100.0 - s) / 100.0, "linear");
-    expect_close(schedule_multiplier("inverse_sqrt", s, 0, 100, kLrA), closed_inverse_sqrt(s, 0.0),
-                 "inverse_sqrt");
-    expect_close(schedule_multiplier("constant_with_warmup", s, 0, 100, kLrA), 1.0, "cww");
+    expect_close(schedule_multiplier(SchedulerType::kLinear, s, 0, 100, kLrA), (100.0 - s) / 100.0,
+                 "linear");
+    expect_close(schedule_multiplier(SchedulerType::kInverseSqrt, s, 0, 100, kLrA),
+                 closed_inverse_sqrt(s, 0.0), "inverse_sqrt");
+    expect_close(schedule_multiplier(SchedulerType::kConstantWithWarmup, s, 0, 100, kLrA), 1.0,
+                 "cww");
   }
 }
 
 TEST(LrScheduler, ConstructionAppliesStepZero) {
   auto opt = make_adamw();
-  auto sched = get_scheduler("linear", opt, kWarmup, kTotal);  // lambda(0) == 0 with warm-up
+  auto sched =
+      get_scheduler(SchedulerType::kLinear, opt, kWarmup, kTotal);  // lambda(0) == 0 with warm-up
   EXPECT_EQ(sched->last_epoch(), 0);
   EXPECT_EQ(opt->param_groups()[0].options().get_lr(), 0.0);
   EXPECT_EQ(sched->base_lrs(), (std::vector<double>{kLrA, kLrB}));
@@ -184,14 +190,14 @@ TEST(LrScheduler, CustomLambda) {
 
 TEST(LrScheduler, StateDictRoundTrip) {
   auto opt_a = make_adamw();
-  auto a = get_scheduler("cosine", opt_a, kWarmup, kTotal);
+  auto a = get_scheduler(SchedulerType::kCosine, opt_a, kWarmup, kTotal);
   for (int i = 0; i < 37; ++i) a->step();
   // Through text, as a checkpoint would store it.
   const auto state = nlohmann::json::parse(a->state_dict().dump());
   EXPECT_EQ(state.at("last_epoch").get<int64_t>(), 37);
 
   auto opt_b = make_adamw();
-  auto b = get_scheduler("cosine", opt_b, kWarmup, kTotal);
+  auto b = get_scheduler(SchedulerType::kCosine, opt_b, kWarmup, kTotal);
   b->load_state_dict(state);
   EXPECT_EQ(b->last_epoch(), 37);
   EXPECT_EQ(b->base_lrs(), a->base_lrs());
@@ -211,10 +217,11 @@ TEST(LrScheduler, StateDictRestoresBaseLrsEvenIfOptimizerLrsChanged) {
   // The restored scheduler must use the saved base lrs, not the (already scheduled) current
   // group lrs of the optimizer it is attached to.
   auto opt = make_adamw();
-  auto a = get_scheduler("linear", opt, kWarmup, kTotal);
+  auto a = get_scheduler(SchedulerType::kLinear, opt, kWarmup, kTotal);
   for (int i = 0; i < 20; ++i) a->step();
   const auto state = a->state_dict();
-  auto b = get_scheduler("linear", opt, kWarmup, kTotal);  // captures scheduled lrs as base
+  auto b = get_scheduler(SchedulerType::kLinear, opt, kWarmup,
+                         kTotal);  // captures scheduled lrs as base
   b->load_state_dict(state);
   EXPECT_EQ(b->base_lrs(), (std::vector<double>{kLrA, kLrB}));
   expect_close(opt->param_groups()[0].options().get_lr(), kLrA * 80.0 / 90.0, "restored lr");
@@ -222,7 +229,7 @@ TEST(LrScheduler, StateDictRestoresBaseLrsEvenIfOptimizerLrsChanged) {
 
 TEST(LrScheduler, LoadStateDictValidates) {
   auto opt = make_adamw();
-  auto sched = get_scheduler("linear", opt, kWarmup, kTotal);
+  auto sched = get_scheduler(SchedulerType::kLinear, opt, kWarmup, kTotal);
   const auto good = sched->state_dict();
 
   auto bad = good;
@@ -255,37 +262,47 @@ TEST(LrScheduler, LoadStateDictValidates) {
 }
 
 TEST(LrScheduler, UnknownNameListsValidNames) {
+  // A name becomes a SchedulerType through the parse function, which lists the valid names.
   try {
-    get_scheduler("cosine_annealing", make_adamw(), 0, 10);
+    get_scheduler(parse_choice<SchedulerType>("cosine_annealing", "lr_scheduler_type"),
+                  make_adamw(), 0, 10);
     FAIL() << "expected ArgumentError";
   } catch (const ArgumentError& e) {
     const std::string msg = e.what();
-    for (const auto& n : scheduler_names()) EXPECT_NE(msg.find(n), std::string::npos) << msg;
+    for (const auto& n : choice_names<SchedulerType>()) {
+      EXPECT_NE(msg.find(n), std::string::npos) << msg;
+    }
   }
-  EXPECT_THROW(schedule_multiplier("nope", 0, 0, 10, 1e-3), ArgumentError);
-  EXPECT_EQ(scheduler_names().size(), 7u);
+  EXPECT_THROW(
+      schedule_multiplier(parse_choice<SchedulerType>("nope", "lr_scheduler_type"), 0, 0, 10, 1e-3),
+      ArgumentError);
+  EXPECT_EQ(choice_names<SchedulerType>().size(), 7u);
+  // A value cast from an integer is refused by the schedules themselves.
+  EXPECT_THROW(get_scheduler(static_cast<SchedulerType>(7), make_adamw(), 0, 10), ArgumentError);
+  EXPECT_THROW(schedule_multiplier(static_cast<SchedulerType>(-1), 0, 0, 10, 1e-3), ArgumentError);
 }
 
 TEST(LrScheduler, PolynomialRefusesLrNotAboveLrEnd) {
   auto opt = std::make_shared<torch::optim::AdamW>(
       std::vector<at::Tensor>{torch::zeros({2}, torch::requires_grad())},
       torch::optim::AdamWOptions(1e-7));
-  EXPECT_THROW(get_scheduler("polynomial", opt, 0, 10), ArgumentError);
-  EXPECT_THROW(schedule_multiplier("polynomial", 0, 0, 10, 5e-8), ArgumentError);
-  EXPECT_NO_THROW(get_scheduler("linear", opt, 0, 10));  // only polynomial needs lr_init
+  EXPECT_THROW(get_scheduler(SchedulerType::kPolynomial, opt, 0, 10), ArgumentError);
+  EXPECT_THROW(schedule_multiplier(SchedulerType::kPolynomial, 0, 0, 10, 5e-8), ArgumentError);
+  EXPECT_NO_THROW(
+      get_scheduler(SchedulerType::kLinear, opt, 0, 10));  // only polynomial needs lr_init
 }
 
 TEST(LrScheduler, PolynomialWithoutDecayPhaseDoesNotDivideByZero) {
-  const double m = schedule_multiplier("polynomial", 10, 10, 10, 1e-3);
+  const double m = schedule_multiplier(SchedulerType::kPolynomial, 10, 10, 10, 1e-3);
   EXPECT_TRUE(std::isfinite(m));
   EXPECT_DOUBLE_EQ(m, 1e-7 / 1e-3);
 }
 
 TEST(LrScheduler, RejectsNegativeStepCountsAndNullOptimizer) {
-  EXPECT_THROW(get_scheduler("linear", make_adamw(), -1, 10), ArgumentError);
-  EXPECT_THROW(get_scheduler("linear", make_adamw(), 0, -10), ArgumentError);
-  EXPECT_THROW(get_scheduler("linear", nullptr, 0, 10), ArgumentError);
-  EXPECT_THROW(schedule_multiplier("linear", -1, 0, 10, 1e-3), ArgumentError);
+  EXPECT_THROW(get_scheduler(SchedulerType::kLinear, make_adamw(), -1, 10), ArgumentError);
+  EXPECT_THROW(get_scheduler(SchedulerType::kLinear, make_adamw(), 0, -10), ArgumentError);
+  EXPECT_THROW(get_scheduler(SchedulerType::kLinear, nullptr, 0, 10), ArgumentError);
+  EXPECT_THROW(schedule_multiplier(SchedulerType::kLinear, -1, 0, 10, 1e-3), ArgumentError);
 }
 
 TEST(LrScheduler, GetWarmupSteps) {

@@ -53,7 +53,7 @@ struct WiderNet : Net {
   torch::nn::Linear extra{nullptr};
 };
 
-TrainingArguments args_for(const std::string& optim) {
+TrainingArguments args_for(OptimizerName optim) {
   TrainingArguments args;
   args.optim = optim;
   args.learning_rate = 1e-2;
@@ -128,7 +128,7 @@ void expect_same_parameters(const torch::nn::Module& a, const torch::nn::Module&
 
 // Trains `n` steps, snapshots through a "file", restores into a fresh model + optimizer, then
 // steps both k more times on the same gradients: everything must match bit for bit.
-void check_resume(const std::string& optim, bool amsgrad) {
+void check_resume(OptimizerName optim, bool amsgrad) {
   torch::manual_seed(7);
   Net original;
   auto opt = create_optimizer(args_for(optim), original);
@@ -176,19 +176,19 @@ void check_resume(const std::string& optim, bool amsgrad) {
 }
 
 TEST(OptimizerState, AdamWResumesBitIdentically) {
-  check_resume("adamw_torch", false);
+  check_resume(OptimizerName::kAdamWTorch, false);
 }
 TEST(OptimizerState, AdamWAmsgradResumesBitIdentically) {
-  check_resume("adamw_torch", true);
+  check_resume(OptimizerName::kAdamWTorch, true);
 }
 TEST(OptimizerState, SgdMomentumResumesBitIdentically) {
-  check_resume("sgd", false);
+  check_resume(OptimizerName::kSgd, false);
 }
 
 TEST(OptimizerState, AdamWMetaLayout) {
   torch::manual_seed(1);
   Net model;
-  auto opt = create_optimizer(args_for("adamw_torch"), model);
+  auto opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), model);
   customize(*opt, /*amsgrad=*/true);
   backward(model, 0);
   opt->step();
@@ -221,7 +221,7 @@ TEST(OptimizerState, AdamWMetaLayout) {
 TEST(OptimizerState, SgdMetaLayout) {
   torch::manual_seed(1);
   Net model;
-  auto opt = create_optimizer(args_for("sgd"), model);
+  auto opt = create_optimizer(args_for(OptimizerName::kSgd), model);
   customize(*opt, false);
   backward(model, 0);
   opt->step();
@@ -241,7 +241,7 @@ TEST(OptimizerState, SgdMetaLayout) {
 TEST(OptimizerState, NeverSteppedStateClearsTarget) {
   torch::manual_seed(3);
   Net fresh_model;
-  auto fresh = create_optimizer(args_for("adamw_torch"), fresh_model);
+  auto fresh = create_optimizer(args_for(OptimizerName::kAdamWTorch), fresh_model);
   const OptimizerStateDict empty = through_file(optimizer_state_dict(*fresh));
   EXPECT_TRUE(empty.tensors.empty());
   for (const auto& group : empty.meta["param_groups"]) {
@@ -249,7 +249,7 @@ TEST(OptimizerState, NeverSteppedStateClearsTarget) {
   }
 
   Net model;
-  auto opt = create_optimizer(args_for("adamw_torch"), model);
+  auto opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), model);
   backward(model, 0);
   opt->step();
   ASSERT_FALSE(opt->state().empty());
@@ -261,14 +261,14 @@ TEST(OptimizerState, NeverSteppedStateClearsTarget) {
 TEST(OptimizerState, LoadCopiesOntoParameterDtypeWithoutAliasing) {
   torch::manual_seed(4);
   Net model;
-  auto opt = create_optimizer(args_for("adamw_torch"), model);
+  auto opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), model);
   backward(model, 0);
   opt->step();
   const OptimizerStateDict saved = through_file(optimizer_state_dict(*opt));
 
   Net twin;
   twin.to(torch::kFloat64);
-  auto opt2 = create_optimizer(args_for("adamw_torch"), twin);
+  auto opt2 = create_optimizer(args_for(OptimizerName::kAdamWTorch), twin);
   load_optimizer_state_dict(*opt2, saved);
   const OptimizerStateDict loaded = optimizer_state_dict(*opt2);
   const at::Tensor& exp_avg = loaded.tensors.at("state.0.0.exp_avg");
@@ -304,7 +304,7 @@ using testing::expect_error;
 struct Saved {
   Saved() {
     torch::manual_seed(11);
-    opt = create_optimizer(args_for("adamw_torch"), model);
+    opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), model);
     backward(model, 0);
     opt->step();
     state = through_file(optimizer_state_dict(*opt));
@@ -325,7 +325,7 @@ TEST(OptimizerStateErrors, DifferentGroupCount) {
 TEST(OptimizerStateErrors, DifferentParamCount) {
   Saved s;
   WiderNet wider;
-  auto opt = create_optimizer(args_for("adamw_torch"), wider);
+  auto opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), wider);
   expect_error([&] { load_optimizer_state_dict(*opt, s.state); },
                {"param group 0 has 3 parameters", "state has 2"});
 }
@@ -333,7 +333,7 @@ TEST(OptimizerStateErrors, DifferentParamCount) {
 TEST(OptimizerStateErrors, DifferentShape) {
   Saved s;
   Net wide(/*hidden=*/5);
-  auto opt = create_optimizer(args_for("adamw_torch"), wide);
+  auto opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), wide);
   expect_error([&] { load_optimizer_state_dict(*opt, s.state); },
                {"param group 0, parameter 0", "[5, 4]", "[3, 4]"});
 }
@@ -341,7 +341,7 @@ TEST(OptimizerStateErrors, DifferentShape) {
 TEST(OptimizerStateErrors, WrongOptimizerType) {
   Saved s;
   Net other;
-  auto sgd = create_optimizer(args_for("sgd"), other);
+  auto sgd = create_optimizer(args_for(OptimizerName::kSgd), other);
   expect_error([&] { load_optimizer_state_dict(*sgd, s.state); }, {"AdamW", "SGD"});
 }
 
@@ -359,7 +359,7 @@ void expect_rejected_without_change(const OptimizerStateDict& bad,
                                     const std::vector<std::string>& parts) {
   torch::manual_seed(12);
   Net model;
-  auto opt = create_optimizer(args_for("adamw_torch"), model);
+  auto opt = create_optimizer(args_for(OptimizerName::kAdamWTorch), model);
   backward(model, 0);
   opt->step();
   const OptimizerStateDict before = through_file(optimizer_state_dict(*opt));

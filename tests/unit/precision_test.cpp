@@ -64,7 +64,7 @@ TEST(Precision, FromArgsFollowsHf) {
   EXPECT_EQ(bf16->full_eval_dtype(), at::kBFloat16);
   EXPECT_EQ(bf16->describe(), "bf16 autocast on cpu, no loss scaling, full eval in bf16");
 
-  args.half_precision_backend = "cpu_amp";  // what auto means on a CPU
+  args.half_precision_backend = HalfPrecisionBackend::kCpuAmp;  // what auto means on a CPU
   EXPECT_EQ(Precision::from_args(args, c10::Device(c10::kCPU))->autocast_dtype(), at::kBFloat16);
 }
 
@@ -92,10 +92,18 @@ TEST(Precision, ArgumentChecks) {
   args.bf16_full_eval = true;
   testing::expect_error([&] { args.validate(); }, {"--fp16_full_eval", "--bf16_full_eval"});
   args = TrainingArguments{};
-  args.half_precision_backend = "apex";
+  args.half_precision_backend = HalfPrecisionBackend::kApex;
   testing::expect_error([&] { args.validate(); }, {"not supported yet: --half_precision_backend"});
   args = TrainingArguments{};
-  args.half_precision_backend = "amp";
+  // A typo never reaches the struct: the parse function refuses it; validate() refuses a value
+  // cast from an integer.
+  testing::expect_error(
+      [&] {
+        args.half_precision_backend =
+            parse_choice<HalfPrecisionBackend>("amp", "half_precision_backend");
+      },
+      {"--half_precision_backend must be one of"});
+  args.half_precision_backend = static_cast<HalfPrecisionBackend>(7);
   testing::expect_error([&] { args.validate(); }, {"--half_precision_backend must be one of"});
   args = TrainingArguments{};
   args.bf16 = true;
@@ -142,7 +150,7 @@ TrainingArguments regression_args(const std::string& name) {
   args.per_device_train_batch_size = 16;
   args.max_steps = 200;
   args.learning_rate = 0.05;
-  args.save_strategy = "no";
+  args.save_strategy = SaveStrategy::kNo;
   args.use_cpu = true;
   return args;
 }
@@ -212,7 +220,7 @@ TEST(PrecisionTraining, Bf16TransformerEndsCloseToFp32) {
     args.num_train_epochs = 8;
     args.learning_rate = 4e-3;
     args.logging_steps = 8;  // one log per epoch
-    args.save_strategy = "no";
+    args.save_strategy = SaveStrategy::kNo;
     torch::manual_seed(3);
     TransformerClassifierConfig config;
     config.vocab_size = 50;
@@ -294,7 +302,7 @@ ScaledRun run_scaled(std::optional<GradScalerOptions> scaler, std::vector<int64_
   args.max_steps = max_steps;
   args.warmup_steps = 2;  // the lr changes every step, so a skipped scheduler step shows
   args.weight_decay = 0.01;
-  if (capture_log) args.log_level = "info";
+  if (capture_log) args.log_level = LogLevel::kInfo;
   torch::manual_seed(11);
   auto model = std::make_shared<ProbedRegression>(4);
   Trainer* self = nullptr;
@@ -396,7 +404,7 @@ TEST(FullEval, Bf16FullEvalCastsTheModelOnlyOutsideTraining) {
   auto data = testing::make_regression_dataset(64, 4, 3);
   auto args = regression_args("full_eval");
   args.max_steps = 20;
-  args.eval_strategy = "steps";
+  args.eval_strategy = IntervalStrategy::kSteps;
   args.eval_steps = 10;
   args.bf16_full_eval = true;
   torch::manual_seed(11);
@@ -434,7 +442,7 @@ ResumeRun run_with_checkpoints(const std::string& dir, std::optional<int64_t> st
   auto args = regression_args("unused");
   args.output_dir = dir;
   args.max_steps = 10;
-  args.save_strategy = "steps";
+  args.save_strategy = SaveStrategy::kSteps;
   args.save_steps = 1;
   args.logging_steps = 3;
   args.warmup_steps = 2;

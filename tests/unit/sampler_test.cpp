@@ -201,21 +201,28 @@ class WithLengths : public NoLengths {
 TEST(Samplers, TrainSamplerChoice) {
   EXPECT_EQ(make_train_sampler(NoLengths(), {})->name(), "random");
   EXPECT_EQ(make_train_sampler(NoLengths(), {.num_replicas = 2, .rank = 1})->name(), "distributed");
-  EXPECT_EQ(make_train_sampler(WithLengths(), {.group_by_length = true})->name(), "length_grouped");
-  EXPECT_EQ(make_train_sampler(WithLengths(), {.group_by_length = true, .num_replicas = 2})->name(),
+  EXPECT_EQ(make_train_sampler(WithLengths(), {.strategy = TrainSamplingStrategy::kGroupByLength})
+                ->name(),
+            "length_grouped");
+  EXPECT_EQ(make_train_sampler(WithLengths(), {.strategy = TrainSamplingStrategy::kGroupByLength,
+                                               .num_replicas = 2})
+                ->name(),
             "distributed_length_grouped");
-  testing::expect_error([] { make_train_sampler(NoLengths(), {.group_by_length = true}); },
-                        {"--group_by_length", "lengths()"});
+  testing::expect_error(
+      [] { make_train_sampler(NoLengths(), {.strategy = TrainSamplingStrategy::kGroupByLength}); },
+      {"--group_by_length", "lengths()"});
 }
 
 TEST(Samplers, SequentialTrainSamplingKeepsDatasetOrderEveryEpoch) {
   // --train_sampling_strategy sequential (HF's SequentialSampler): no shuffle in any epoch.
-  const auto one = make_train_sampler(NoLengths(), {.shuffle = false});
+  const auto one =
+      make_train_sampler(NoLengths(), {.strategy = TrainSamplingStrategy::kSequential});
   EXPECT_EQ(one->name(), "sequential");
   EXPECT_EQ(one->indices(0), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(one->indices(5), (std::vector<int64_t>{0, 1, 2}));
   // Several processes: torch's DistributedSampler without shuffle (padded to equal shares).
-  const auto rank1 = make_train_sampler(NoLengths(), {.shuffle = false, .num_replicas = 2, .rank = 1});
+  const auto rank1 = make_train_sampler(
+      NoLengths(), {.strategy = TrainSamplingStrategy::kSequential, .num_replicas = 2, .rank = 1});
   EXPECT_EQ(rank1->name(), "distributed");
   EXPECT_EQ(rank1->indices(0), (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(rank1->indices(3), (std::vector<int64_t>{1, 0}));

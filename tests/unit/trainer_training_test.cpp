@@ -27,7 +27,7 @@ TEST(TrainerTraining, LinearRegressionReachesNearZeroLoss) {
   args.learning_rate = 0.05;
   args.num_train_epochs = 60;
   args.per_device_train_batch_size = 16;
-  args.lr_scheduler_type = "constant";
+  args.lr_scheduler_type = SchedulerType::kConstant;
   auto model = std::make_shared<LinearRegression>(4, 1);
   Trainer trainer(model, args, {.train_dataset = data, .eval_dataset = data});
   const auto before = trainer.evaluate().at("eval_loss");
@@ -49,7 +49,7 @@ TEST(TrainerTraining, ClassifierLearnsSeparableProblem) {
   args.learning_rate = 1e-2;
   args.num_train_epochs = 3;
   args.per_device_train_batch_size = 16;
-  args.eval_strategy = "epoch";
+  args.eval_strategy = IntervalStrategy::kEpoch;
   auto model = std::make_shared<MLPClassifier>(8, 16, 2);
   auto accuracy = [](const EvalPrediction& p) {
     return Metrics{
@@ -112,7 +112,7 @@ TEST(TrainerTraining, LogsLossLearningRateGradNormAndEpochToHistoryAndJsonLines)
   args.num_train_epochs = 2;
   args.logging_steps = 2;
   args.learning_rate = 0.1;
-  args.lr_scheduler_type = "constant";
+  args.lr_scheduler_type = SchedulerType::kConstant;
   args.max_grad_norm = 0.5;
   Trainer trainer(std::make_shared<LinearRegression>(2, 1), args, {.train_dataset = data});
   TrainOutput out = trainer.train();
@@ -152,7 +152,7 @@ TEST(TrainerTraining, LogsTheLearningRateTheStepUsedAndGradNormWithoutClipping) 
     args.max_steps = 4;
     args.logging_steps = 1;
     args.learning_rate = 0.1;
-    args.lr_scheduler_type = "linear";
+    args.lr_scheduler_type = SchedulerType::kLinear;
     args.max_grad_norm = max_grad_norm;
     torch::manual_seed(7);  // the same initial weights for both runs
     Trainer trainer(std::make_shared<LinearRegression>(2, 1), args, {.train_dataset = data});
@@ -199,13 +199,13 @@ TEST(TrainerTraining, SequentialSamplingTrainsInDatasetOrder) {
   auto data = make_regression_dataset(12, 2);
   auto run = [&](std::optional<int64_t> data_seed) {
     auto args = quiet_args("sequential");
-    args.train_sampling_strategy = "sequential";
+    args.train_sampling_strategy = TrainSamplingStrategy::kSequential;
     args.data_seed = data_seed;
     args.num_train_epochs = 1;
     args.per_device_train_batch_size = 4;
-    args.optim = "sgd";
+    args.optim = OptimizerName::kSgd;
     args.learning_rate = 0.1;
-    args.lr_scheduler_type = "constant";
+    args.lr_scheduler_type = SchedulerType::kConstant;
     args.max_grad_norm = 0;
     torch::manual_seed(3);
     auto model = std::make_shared<LinearRegression>(2, 1);

@@ -2,6 +2,7 @@
 /// \file Internal to the argument parser: how each C++ value type is read from a command-line
 /// token or a JSON value and written back to JSON, and how an OptionSpec is built from an
 /// accessor. Shared by the TrainingArguments registry and ArgumentParser's application flags.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/args/choices.h>
 #include <ctrainer/trainer/argument_parser.h>
 #include <ctrainer/trainer/core/errors.h>
 
@@ -164,6 +166,23 @@ struct Codec<std::vector<std::string>> {
   static json encode(const std::vector<std::string>& v) { return v; }
 };
 
+/// An enum of a closed set (args/choices.h): its ChoiceTable gives the accepted spellings, the
+/// choices --help lists and the JSON spelling, so no list of names is written twice. Reading
+/// needs the flag's name, which the errors carry (ChoiceError, NotSupportedYet).
+template <ChoiceEnum E>
+struct Codec<E> {
+  static constexpr OptionKind kKind = OptionKind::kEnum;
+  static std::vector<std::string> choices() { return choice_names<E>(); }
+  static E from_tokens(const std::vector<std::string>& tokens, const std::string& flag) {
+    return parse_choice<E>(tokens.at(0), flag);
+  }
+  static E from_json(const json& j, const std::string& flag) {
+    if (!j.is_string()) throw json_type_error("a string", j);
+    return parse_choice<E>(j.get<std::string>(), flag);
+  }
+  static json encode(E v) { return to_string(v); }
+};
+
 template <typename T>
 struct Unwrap {
   using Value = T;
@@ -196,28 +215,39 @@ template <typename Field, typename Access>
 OptionSpec make_spec(std::string name, std::string help, Access access) {
   using U = Unwrap<Field>;
   using C = Codec<typename U::Value>;
+  constexpr bool kEnum = C::kKind == OptionKind::kEnum;
   OptionSpec spec;
   spec.name = std::move(name);
   spec.help = std::move(help);
   spec.kind = C::kKind;
   spec.optional = U::kOptional;
-  spec.set_from_tokens = [access](TrainingArguments& a, const std::vector<std::string>& tokens) {
+  if constexpr (kEnum) spec.choices = C::choices();
+  spec.set_from_tokens = [access, flag = spec.name](TrainingArguments& a,
+                                                    const std::vector<std::string>& tokens) {
     if constexpr (U::kOptional) {
       if (tokens.size() == 1 && is_none_literal(tokens[0])) {
         access(a).reset();
         return;
       }
     }
-    access(a) = C::from_tokens(tokens);
+    if constexpr (kEnum) {
+      access(a) = C::from_tokens(tokens, flag);
+    } else {
+      access(a) = C::from_tokens(tokens);
+    }
   };
-  spec.set_from_json = [access](TrainingArguments& a, const json& j) {
+  spec.set_from_json = [access, flag = spec.name](TrainingArguments& a, const json& j) {
     if constexpr (U::kOptional) {
       if (j.is_null()) {
         access(a).reset();
         return;
       }
     }
-    access(a) = C::from_json(j);
+    if constexpr (kEnum) {
+      access(a) = C::from_json(j, flag);
+    } else {
+      access(a) = C::from_json(j);
+    }
   };
   spec.get_json = [access](const TrainingArguments& a) -> json {
     const Field& value = access(a);

@@ -1,5 +1,6 @@
 // The TrainingArguments flag table: one OptionSpec per field (name, aliases, help, kind, enum
-// choices, default), from which --help, JSON loading, parsing and to_json are all derived.
+// choices, default), from which --help, JSON loading, parsing and to_json are all derived. An enum
+// field's choices come from its ChoiceTable (args/choices.h) through its Codec.
 #include <string>
 #include <vector>
 
@@ -25,15 +26,6 @@ class TableBuilder {
     return specs_.back();
   }
 
-  template <typename Field>
-  OptionSpec& add_enum(Field TrainingArguments::*member, std::string name, std::string help,
-                       std::vector<std::string> choices) {
-    OptionSpec& spec = add(member, std::move(name), std::move(help));
-    spec.kind = OptionKind::kEnum;
-    spec.choices = std::move(choices);
-    return spec;
-  }
-
   std::vector<OptionSpec> finish() {
     const TrainingArguments defaults;
     for (OptionSpec& spec : specs_) spec.default_text = display(spec.get_json(defaults));
@@ -47,9 +39,6 @@ class TableBuilder {
 
 std::vector<OptionSpec> build_training_args_options() {
   using TA = TrainingArguments;
-  const std::vector<std::string> intervals = {"no", "steps", "epoch"};
-  const std::vector<std::string> log_levels = {"passive", "debug", "info",
-                                               "warning", "error", "critical"};
   TableBuilder t;
 
   t.group("output");
@@ -64,23 +53,21 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::run_name, "run_name", "Name of the run in logs. Defaults to output_dir.");
 
   t.group("evaluation, logging and saving strategies");
-  t.add_enum(&TA::eval_strategy, "eval_strategy",
-             "When to evaluate: no, steps (every eval_steps) or epoch (end of each epoch).",
-             intervals)
+  t.add(&TA::eval_strategy, "eval_strategy",
+        "When to evaluate: no, steps (every eval_steps) or epoch (end of each epoch).")
       .aliases = {"evaluation_strategy"};
   t.add(&TA::eval_steps, "eval_steps",
         "Evaluate every N optimizer steps with eval_strategy=steps; a value below 1 is a ratio of "
         "the total training steps. Defaults to logging_steps.");
-  t.add_enum(&TA::logging_strategy, "logging_strategy",
-             "When to log: no, steps (every logging_steps) or epoch.", intervals);
+  t.add(&TA::logging_strategy, "logging_strategy",
+        "When to log: no, steps (every logging_steps) or epoch.");
   t.add(&TA::logging_steps, "logging_steps",
         "Log every N optimizer steps with logging_strategy=steps; a value below 1 is a ratio of "
         "the total training steps.");
   t.add(&TA::logging_first_step, "logging_first_step", "Also log after the first optimizer step.");
-  t.add_enum(&TA::save_strategy, "save_strategy",
-             "When to save checkpoints (output_dir/checkpoint-<step>): no, steps, epoch, or best "
-             "(whenever metric_for_best_model improves).",
-             {"no", "steps", "epoch", "best"});
+  t.add(&TA::save_strategy, "save_strategy",
+        "When to save checkpoints (output_dir/checkpoint-<step>): no, steps, epoch, or best "
+        "(whenever metric_for_best_model improves).");
   t.add(&TA::save_steps, "save_steps",
         "Save every N optimizer steps with save_strategy=steps; a value below 1 is a ratio of the "
         "total training steps.");
@@ -110,17 +97,14 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::adam_epsilon, "adam_epsilon", "epsilon of Adam/AdamW.");
   t.add(&TA::max_grad_norm, "max_grad_norm",
         "Clip the global L2 norm of the gradients to this value (0 disables clipping).");
-  t.add_enum(&TA::optim, "optim", "Optimizer: adamw_torch (= adamw_hf) or sgd.",
-             {"adamw_torch", "adamw_hf", "sgd"});
+  t.add(&TA::optim, "optim", "Optimizer: adamw_torch (= adamw_hf) or sgd.");
 
   t.group("schedule");
   t.add(&TA::num_train_epochs, "num_train_epochs",
         "Number of training epochs; a fractional value trains part of the last epoch.");
   t.add(&TA::max_steps, "max_steps",
         "If > 0, the total number of optimizer steps; overrides num_train_epochs. -1: unset.");
-  t.add_enum(&TA::lr_scheduler_type, "lr_scheduler_type", "Learning-rate schedule.",
-             {"linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
-              "constant_with_warmup", "inverse_sqrt"});
+  t.add(&TA::lr_scheduler_type, "lr_scheduler_type", "Learning-rate schedule.");
   t.add(&TA::warmup_steps, "warmup_steps",
         "Linear warm-up over this many optimizer steps (overrides warmup_ratio when > 0).");
   t.add(&TA::warmup_ratio, "warmup_ratio",
@@ -133,10 +117,9 @@ std::vector<OptionSpec> build_training_args_options() {
         "Use deterministic algorithms everywhere (slower; for debugging).");
 
   t.group("logging");
-  t.add_enum(&TA::log_level, "log_level",
-             "Log level of the main process; passive keeps the application's level.", log_levels);
-  t.add_enum(&TA::log_level_replica, "log_level_replica", "Log level of the other processes.",
-             log_levels);
+  t.add(&TA::log_level, "log_level",
+        "Log level of the main process; passive keeps the application's level.");
+  t.add(&TA::log_level_replica, "log_level_replica", "Log level of the other processes.");
   t.add(&TA::log_on_each_node, "log_on_each_node",
         "In multi-node training, log from the main process of each node, not only of node 0.");
   t.add(&TA::disable_tqdm, "disable_tqdm", "Disable the progress bars.");
@@ -155,10 +138,9 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::dataloader_pin_memory, "dataloader_pin_memory",
         "Pin host memory of batches (set to false by use_cpu).");
   t.add(&TA::label_names, "label_names", "Batch keys that hold the labels. Defaults to labels.");
-  t.add_enum(&TA::train_sampling_strategy, "train_sampling_strategy",
-             "Order of the training examples: random (reshuffled every epoch), sequential (the "
-             "dataset's order every epoch) or group_by_length (batches of similar length).",
-             {"random", "sequential", "group_by_length"});
+  t.add(&TA::train_sampling_strategy, "train_sampling_strategy",
+        "Order of the training examples: random (reshuffled every epoch), sequential (the "
+        "dataset's order every epoch) or group_by_length (batches of similar length).");
   t.add(&TA::group_by_length, "group_by_length",
         "Group training examples of similar length into batches to reduce padding (the older "
         "name of --train_sampling_strategy group_by_length).");
@@ -188,10 +170,9 @@ std::vector<OptionSpec> build_training_args_options() {
       .aliases = {"no_cuda"};
   t.add(&TA::fp16, "fp16", "float16 mixed-precision training.");
   t.add(&TA::bf16, "bf16", "bfloat16 mixed-precision training.");
-  t.add_enum(&TA::half_precision_backend, "half_precision_backend",
-             "Backend of mixed precision: auto (native autocast), apex (not supported) or cpu_amp "
-             "(CPU autocast, CPU runs only).",
-             {"auto", "apex", "cpu_amp"});
+  t.add(&TA::half_precision_backend, "half_precision_backend",
+        "Backend of mixed precision: auto (native autocast), apex (not supported) or cpu_amp "
+        "(CPU autocast, CPU runs only).");
   t.add(&TA::fp16_opt_level, "fp16_opt_level",
         "Apex AMP optimization level (O0-O3); only read by apex, kept for HF compatibility.");
   t.add(&TA::fp16_full_eval, "fp16_full_eval",
@@ -209,8 +190,8 @@ std::vector<OptionSpec> build_training_args_options() {
   t.group("distributed");
   t.add(&TA::local_rank, "local_rank",
         "Rank of the process on its node, as passed by launchers (-1: not distributed).");
-  t.add_enum(&TA::ddp_backend, "ddp_backend",
-             "Distributed backend: gloo or nccl (multi-process runs only).", {"gloo", "nccl"});
+  t.add(&TA::ddp_backend, "ddp_backend",
+        "Distributed backend: gloo or nccl (multi-process runs only).");
   t.add(&TA::ddp_timeout, "ddp_timeout",
         "Timeout of the process-group operations, in seconds (multi-process runs only).");
   t.add(&TA::ddp_find_unused_parameters, "ddp_find_unused_parameters",

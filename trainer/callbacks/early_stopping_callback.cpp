@@ -21,7 +21,7 @@ void EarlyStoppingCallback::on_train_begin(Args args, TrainerState&, TrainerCont
     throw ArgumentError(
         "EarlyStoppingCallback requires --metric_for_best_model (e.g. --metric_for_best_model "
         "loss)");
-  if (args.eval_strategy == "no")
+  if (args.eval_strategy == IntervalStrategy::kNo)
     throw ArgumentError("EarlyStoppingCallback requires --eval_strategy steps or epoch");
 }
 

@@ -2,12 +2,11 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::logging {
 namespace {
@@ -61,18 +60,6 @@ void set_verbosity(spdlog::level::level_enum level) {
 
 spdlog::level::level_enum get_verbosity() {
   return g_verbosity.load();
-}
-
-spdlog::level::level_enum parse_log_level(const std::string& name, const std::string& flag) {
-  // HF's trainer_log_levels: transformers.utils.logging.log_levels plus passive=-1.
-  if (name == "passive") return get_verbosity();
-  if (name == "debug" || name == "detail") return spdlog::level::debug;
-  if (name == "info") return spdlog::level::info;
-  if (name == "warning") return spdlog::level::warn;
-  if (name == "error") return spdlog::level::err;
-  if (name == "critical") return spdlog::level::critical;
-  throw ArgumentError("--" + flag + ": unknown log level '" + name +
-                      "'; valid values: passive, debug, info, warning, error, critical, detail");
 }
 
 void configure(int64_t rank, spdlog::level::level_enum level, spdlog::sink_ptr sink) {

@@ -4,7 +4,6 @@
 /// Which level each rank logs at is the Trainer's business (trainer/logging.h).
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include <spdlog/common.h>
 #include <spdlog/logger.h>
@@ -16,12 +15,6 @@ namespace ctrainer::logging {
 /// called.
 void set_verbosity(spdlog::level::level_enum level);
 spdlog::level::level_enum get_verbosity();
-
-/// Parses a log level name as TrainingArguments spells it: debug | info | warning | error |
-/// critical (and HF's "detail", which is debug). "passive" yields get_verbosity(). Throws
-/// ArgumentError naming `flag` for anything else.
-spdlog::level::level_enum parse_log_level(const std::string& name,
-                                          const std::string& flag = "log_level");
 
 /// (Re)creates the "ctrainer" logger writing to stderr (or to `sink` when given, e.g. for tests)
 /// at `level`, with every line tagged by `rank`, e.g.

@@ -9,7 +9,7 @@ namespace ctrainer {
 std::shared_ptr<Sampler> make_train_sampler(const Dataset& dataset,
                                             const TrainSamplerOptions& options) {
   const bool distributed = options.num_replicas > 1;
-  if (options.group_by_length) {
+  if (options.strategy == TrainSamplingStrategy::kGroupByLength) {
     std::optional<std::vector<int64_t>> lengths = dataset.lengths();
     if (!lengths)
       throw ArgumentError(
@@ -27,10 +27,11 @@ std::shared_ptr<Sampler> make_train_sampler(const Dataset& dataset,
     return std::make_shared<LengthGroupedSampler>(std::move(*lengths), options.group_batch_size,
                                                   options.seed);
   }
+  const bool shuffle = options.strategy != TrainSamplingStrategy::kSequential;
   if (distributed)
     return std::make_shared<DistributedSampler>(dataset.size(), options.num_replicas, options.rank,
-                                                options.shuffle, options.seed, options.drop_last);
-  if (!options.shuffle) return std::make_shared<SequentialSampler>(dataset.size());
+                                                shuffle, options.seed, options.drop_last);
+  if (!shuffle) return std::make_shared<SequentialSampler>(dataset.size());
   return std::make_shared<RandomSampler>(dataset.size(), options.seed);
 }
 

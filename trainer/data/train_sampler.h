@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 
+#include <ctrainer/trainer/args/choices.h>
 #include <ctrainer/trainer/data/dataset.h>
 #include <ctrainer/trainer/data/sampler.h>
 
@@ -11,10 +12,9 @@ namespace ctrainer {
 /// What decides the training sampler.
 struct TrainSamplerOptions {
   int64_t seed = 42;  ///< TrainingArguments::sampler_seed()
-  /// false (--train_sampling_strategy sequential): the dataset's order every epoch.
-  bool shuffle = true;
-  /// --group_by_length: group examples of similar length.
-  bool group_by_length = false;
+  /// --train_sampling_strategy: kRandom reshuffles every epoch, kSequential keeps the dataset's
+  /// order, kGroupByLength groups examples of similar length.
+  TrainSamplingStrategy strategy = TrainSamplingStrategy::kRandom;
   /// Examples per optimizer step on one process (per-device batch x gradient accumulation):
   /// the batch size HF gives LengthGroupedSampler.
   int64_t group_batch_size = 8;
@@ -23,10 +23,10 @@ struct TrainSamplerOptions {
   bool drop_last = false;  ///< --dataloader_drop_last (used by the distributed samplers)
 };
 
-/// RandomSampler, SequentialSampler without shuffle, or LengthGroupedSampler with
-/// group_by_length; their distributed variants (DistributedSampler, with or without shuffling,
-/// DistributedLengthGroupedSampler) when num_replicas > 1. Throws ArgumentError when
-/// group_by_length is set but the dataset has no lengths().
+/// RandomSampler (kRandom), SequentialSampler (kSequential) or LengthGroupedSampler
+/// (kGroupByLength); their distributed variants (DistributedSampler, with or without shuffling,
+/// DistributedLengthGroupedSampler) when num_replicas > 1. Throws ArgumentError for
+/// kGroupByLength when the dataset has no lengths().
 std::shared_ptr<Sampler> make_train_sampler(const Dataset& dataset,
                                             const TrainSamplerOptions& options);
 

@@ -20,12 +20,6 @@ constexpr double kPolynomialLrEnd = 1e-7;
 constexpr double kPolynomialPower = 1.0;
 constexpr int64_t kInverseSqrtDefaultTimescale = 10000;
 
-std::string joined_names() {
-  std::string out;
-  for (const auto& n : scheduler_names()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // Every schedule but "constant" starts with the same linear warm-up; the caller checks
 // step < num_warmup_steps first. Written as HF does: float(step) / float(max(1, warmup)).
 double warmup(int64_t step, int64_t num_warmup_steps) {
@@ -86,15 +80,8 @@ double inverse_sqrt(int64_t step, int64_t warm) {
   return 1.0 / std::sqrt(static_cast<double>(step + shift) / static_cast<double>(timescale));
 }
 
-void check_known(const std::string& name) {
-  const auto& names = scheduler_names();
-  if (std::find(names.begin(), names.end(), name) == names.end()) {
-    throw ArgumentError("--lr_scheduler_type: unknown learning-rate schedule '" + name +
-                        "'; valid values: " + joined_names());
-  }
-}
-
-void check_steps(const std::string& name, int64_t num_warmup_steps, int64_t num_training_steps) {
+void check_steps(SchedulerType type, int64_t num_warmup_steps, int64_t num_training_steps) {
+  const std::string name = to_string(type);
   if (num_warmup_steps < 0) {
     throw ArgumentError("lr schedule '" + name + "': num_warmup_steps must be >= 0, got " +
                         std::to_string(num_warmup_steps) + " (check --warmup_steps)");
@@ -115,25 +102,31 @@ void check_polynomial_lr(double lr_init) {
   }
 }
 
-// The lambda of schedule `name` with its arguments bound; the name and arguments are checked.
-LRScheduler::LrLambda make_lambda(const std::string& name, int64_t warm, int64_t total,
-                                  double lr_init) {
-  check_known(name);
-  check_steps(name, warm, total);
-  if (name == "linear") return [=](int64_t s) { return linear(s, warm, total); };
-  if (name == "cosine") return [=](int64_t s) { return cosine(s, warm, total); };
-  if (name == "cosine_with_restarts") {
-    return [=](int64_t s) { return cosine_with_restarts(s, warm, total); };
+// The lambda of schedule `type` with its arguments bound; the type and arguments are checked.
+LRScheduler::LrLambda make_lambda(SchedulerType type, int64_t warm, int64_t total, double lr_init) {
+  if (!is_choice(type)) {
+    throw ChoiceError("--lr_scheduler_type must be one of " + choices_text<SchedulerType>() +
+                      " (got the value " + std::to_string(static_cast<int>(type)) + ")");
   }
-  if (name == "polynomial") {
-    check_polynomial_lr(lr_init);
-    return [=](int64_t s) { return polynomial(s, warm, total, lr_init); };
+  check_steps(type, warm, total);
+  switch (type) {
+    case SchedulerType::kLinear:
+      return [=](int64_t s) { return linear(s, warm, total); };
+    case SchedulerType::kCosine:
+      return [=](int64_t s) { return cosine(s, warm, total); };
+    case SchedulerType::kCosineWithRestarts:
+      return [=](int64_t s) { return cosine_with_restarts(s, warm, total); };
+    case SchedulerType::kPolynomial:
+      check_polynomial_lr(lr_init);
+      return [=](int64_t s) { return polynomial(s, warm, total, lr_init); };
+    case SchedulerType::kConstant:
+      return [](int64_t) { return 1.0; };
+    case SchedulerType::kConstantWithWarmup:
+      return [=](int64_t s) { return constant_with_warmup(s, warm); };
+    case SchedulerType::kInverseSqrt:
+      break;
   }
-  if (name == "constant") return [](int64_t) { return 1.0; };
-  if (name == "constant_with_warmup") {
-    return [=](int64_t s) { return constant_with_warmup(s, warm); };
-  }
-  return [=](int64_t s) { return inverse_sqrt(s, warm); };  // inverse_sqrt
+  return [=](int64_t s) { return inverse_sqrt(s, warm); };
 }
 
 }  // namespace
@@ -206,30 +199,25 @@ void LRScheduler::load_state_dict(const nlohmann::json& state) {
 
 // ---- factories ----------------------------------------------------------------------------
 
-const std::vector<std::string>& scheduler_names() {
-  static const std::vector<std::string> names = {"linear",      "cosine",   "cosine_with_restarts",
-                                                 "polynomial",  "constant", "constant_with_warmup",
-                                                 "inverse_sqrt"};
-  return names;
-}
-
-double schedule_multiplier(const std::string& name, int64_t step, int64_t num_warmup_steps,
+double schedule_multiplier(SchedulerType type, int64_t step, int64_t num_warmup_steps,
                            int64_t num_training_steps, double initial_lr) {
+  LRScheduler::LrLambda lambda =
+      make_lambda(type, num_warmup_steps, num_training_steps, initial_lr);
   if (step < 0) {
-    throw ArgumentError("lr schedule '" + name + "': step must be >= 0, got " +
+    throw ArgumentError("lr schedule '" + to_string(type) + "': step must be >= 0, got " +
                         std::to_string(step));
   }
-  return make_lambda(name, num_warmup_steps, num_training_steps, initial_lr)(step);
+  return lambda(step);
 }
 
-std::shared_ptr<LRScheduler> get_scheduler(const std::string& name,
+std::shared_ptr<LRScheduler> get_scheduler(SchedulerType type,
                                            std::shared_ptr<torch::optim::Optimizer> optimizer,
                                            int64_t num_warmup_steps, int64_t num_training_steps) {
   if (!optimizer) throw ArgumentError("get_scheduler: the optimizer is null");
   // HF reads optimizer.defaults["lr"], the lr given to the optimizer's constructor.
   const double lr_init = optimizer->defaults().get_lr();
   return std::make_shared<LRScheduler>(
-      std::move(optimizer), make_lambda(name, num_warmup_steps, num_training_steps, lr_init));
+      std::move(optimizer), make_lambda(type, num_warmup_steps, num_training_steps, lr_init));
 }
 
 int64_t get_warmup_steps(const TrainingArguments& args, int64_t num_training_steps) {

@@ -59,12 +59,7 @@ class LRScheduler {
   int64_t last_epoch_ = 0;
 };
 
-/// The schedule names accepted by get_scheduler / schedule_multiplier (HF's SchedulerType values
-/// that ctrainer implements): linear, cosine, cosine_with_restarts, polynomial, constant,
-/// constant_with_warmup, inverse_sqrt.
-const std::vector<std::string>& scheduler_names();
-
-/// The lr multiplier of schedule `name` at `step`, exactly as HF's lr lambdas compute it:
+/// The lr multiplier of schedule `type` at `step`, exactly as HF's lr lambdas compute it:
 /// - linear: warm-up, then linear decay to 0 at num_training_steps.
 /// - cosine: warm-up, then half a cosine wave (num_cycles = 0.5) down to 0.
 /// - cosine_with_restarts: warm-up, then one hard-restart cosine cycle (num_cycles = 1); 0 from
@@ -76,16 +71,16 @@ const std::vector<std::string>& scheduler_names();
 /// - inverse_sqrt: warm-up, then 1 / sqrt((step + timescale - warmup) / timescale) with
 ///   timescale = num_warmup_steps, or 10000 when that is 0.
 /// Warm-up is step / max(1, num_warmup_steps) for step < num_warmup_steps.
-/// Throws ArgumentError for an unknown name (listing the valid ones), for polynomial when
-/// initial_lr <= lr_end, and for negative step counts.
-double schedule_multiplier(const std::string& name, int64_t step, int64_t num_warmup_steps,
+/// Throws ArgumentError for a value outside SchedulerType's table (an integer cast to it), for
+/// polynomial when initial_lr <= lr_end, and for negative step counts.
+double schedule_multiplier(SchedulerType type, int64_t step, int64_t num_warmup_steps,
                            int64_t num_training_steps, double initial_lr);
 
-/// HF's get_scheduler: an LRScheduler for schedule `name` (see schedule_multiplier). Polynomial
+/// HF's get_scheduler: an LRScheduler for schedule `type` (see schedule_multiplier). Polynomial
 /// takes lr_init from the optimizer's defaults() lr, like HF, and raises ArgumentError when it
-/// is not larger than lr_end (1e-7). Throws ArgumentError for an unknown name (listing the valid
-/// names) or negative step counts.
-std::shared_ptr<LRScheduler> get_scheduler(const std::string& name,
+/// is not larger than lr_end (1e-7). Throws ArgumentError for a value outside SchedulerType's
+/// table or negative step counts.
+std::shared_ptr<LRScheduler> get_scheduler(SchedulerType type,
                                            std::shared_ptr<torch::optim::Optimizer> optimizer,
                                            int64_t num_warmup_steps, int64_t num_training_steps);
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <regex>
 #include <sstream>
+#include <string>
 #include <unordered_set>
 
 #include <torch/nn/modules/batchnorm.h>
@@ -68,20 +69,6 @@ void collect_decay_names(const torch::nn::Module& module, std::vector<std::strin
   }
 }
 
-// HF's OptimizerNames that ctrainer knows but has not built yet: refused as "not supported
-// yet" rather than "unknown" so the message does not suggest a typo.
-bool is_known_hf_optimizer(const std::string& name) {
-  static const std::unordered_set<std::string> names = {
-      "adamw_torch_fused", "adamw_torch_xla",  "adamw_torch_npu_fused",
-      "adamw_apex_fused",  "adafactor",        "adamw_anyprecision",
-      "adamw_torch_4bit",  "adamw_torch_8bit", "ademamix",
-      "adagrad",           "rmsprop",          "adamw_bnb_8bit",
-      "adamw_8bit",        "lion_8bit",        "lion_32bit",
-      "paged_adamw_32bit", "paged_adamw_8bit", "lomo",
-      "adalomo",           "grokadamw"};
-  return names.count(name) != 0;
-}
-
 void check_range(bool ok, const std::string& flag, double value, const std::string& expected) {
   if (ok) return;
   std::ostringstream msg;
@@ -113,15 +100,12 @@ std::vector<std::string> get_decay_parameter_names(const torch::nn::Module& mode
 
 std::shared_ptr<torch::optim::Optimizer> create_optimizer(const TrainingArguments& args,
                                                           torch::nn::Module& model) {
-  const std::string& optim = args.optim;
-  const bool adamw = optim == "adamw_torch" || optim == "adamw_hf";
-  if (!adamw && optim != "sgd") {
-    if (is_known_hf_optimizer(optim)) {
-      throw NotSupportedYet("optim", "'" + optim + "'; available: adamw_torch, adamw_hf, sgd");
-    }
-    throw ArgumentError("--optim: unknown optimizer '" + optim +
-                        "'; valid values: adamw_torch, adamw_hf, sgd");
+  if (!is_choice(args.optim)) {
+    throw ChoiceError("--optim must be one of " + choices_text<OptimizerName>() +
+                      " (got the value " + std::to_string(static_cast<int>(args.optim)) + ")");
   }
+  // HF trains adamw_hf as adamw_torch.
+  const bool adamw = args.optim != OptimizerName::kSgd;
   check_range(args.learning_rate >= 0.0, "learning_rate", args.learning_rate, ">= 0");
   check_range(args.weight_decay >= 0.0, "weight_decay", args.weight_decay, ">= 0");
   if (adamw) {

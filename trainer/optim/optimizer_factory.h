@@ -27,16 +27,17 @@ const std::vector<std::string>& no_decay_name_patterns();
 std::vector<std::string> get_decay_parameter_names(const torch::nn::Module& model);
 
 /// HF's Trainer.create_optimizer for `args.optim`:
-/// - "adamw_torch" (alias "adamw_hf"): torch::optim::AdamW, lr=learning_rate,
+/// - kAdamWTorch and kAdamWHf: torch::optim::AdamW, lr=learning_rate,
 ///   betas=(adam_beta1, adam_beta2), eps=adam_epsilon;
-/// - "sgd": torch::optim::SGD, lr=learning_rate, torch's defaults otherwise (momentum 0,
+/// - kSgd: torch::optim::SGD, lr=learning_rate, torch's defaults otherwise (momentum 0,
 ///   dampening 0, no Nesterov), as HF passes only the lr.
 /// Both get two param groups, in this order: the decay parameters (weight_decay =
 /// args.weight_decay) and the others (weight_decay = 0). Parameters with requires_grad=false are
 /// left out, and an empty group is omitted. The optimizer's defaults() carry
 /// args.learning_rate and torch's own weight decay (AdamW 0.01, SGD 0), as HF's do.
-/// Throws NotSupportedYet for other HF optimizer names, ArgumentError for unknown names, out-of-
-/// range hyper-parameters, or a model without trainable parameters.
+/// Throws ArgumentError for a value outside OptimizerName's table (an integer cast to it), out-
+/// of-range hyper-parameters, or a model without trainable parameters. (The parser refuses the
+/// HF optimizers ctrainer has not built with NotSupportedYet.)
 std::shared_ptr<torch::optim::Optimizer> create_optimizer(const TrainingArguments& args,
                                                           torch::nn::Module& model);
 

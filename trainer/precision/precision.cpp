@@ -63,7 +63,7 @@ Precision::Precision(PrecisionOptions options, const c10::Device& device)
 
 std::shared_ptr<Precision> Precision::from_args(const TrainingArguments& args,
                                                 const c10::Device& device) {
-  if (args.half_precision_backend == "cpu_amp" && !device.is_cpu())
+  if (args.half_precision_backend == HalfPrecisionBackend::kCpuAmp && !device.is_cpu())
     throw ArgumentError("--half_precision_backend cpu_amp: this run is on " + device.str() +
                         ", not the CPU; use --half_precision_backend auto");
   PrecisionOptions options;

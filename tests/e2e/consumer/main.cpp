@@ -23,9 +23,9 @@ int main() {
   args.output_dir = "consumer_output";
   args.learning_rate = 0.05;
   args.num_train_epochs = 30;
-  args.lr_scheduler_type = "constant";
+  args.lr_scheduler_type = ctrainer::SchedulerType::kConstant;
   args.disable_tqdm = true;
-  args.log_level = "error";
+  args.log_level = ctrainer::LogLevel::kError;
   ctrainer::Trainer trainer(std::make_shared<ctrainer::LinearRegression>(3, 1), args,
                             {.train_dataset = data, .eval_dataset = data});
   const double before = trainer.evaluate().at("eval_loss");
