@@ -194,8 +194,8 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
 void Trainer::apply_accumulated_gradients() {
   // Unscaled before clipping, so grad_norm and clipping see the true gradients; global_step
   // advances even when an overflow skips the step.
-  const bool skip_step = precision_->unscale_and_check_overflow(model_->parameters(), *strategy_,
-                                                                state_.global_step + 1);
+  const bool skip_step =
+      precision_->unscale_and_check_overflow(*model_, *strategy_, state_.global_step + 1);
   // max_grad_norm 0 only measures the norm: transformers 5 logs grad_norm either way.
   grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
   fire(&TrainerCallback::on_pre_optimizer_step);

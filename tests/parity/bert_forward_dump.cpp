@@ -12,7 +12,9 @@
 // missing_keys / unexpected_keys (JSON arrays, the load report) and problem_type.
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +56,20 @@ Args parse_args(int argc, char** argv) {
   return args;
 }
 
+/// The dump's own checks, before Python compares values: a wrong shape or a non-finite number is
+/// a failure of this program (exit 1), not a confusing mismatch later.
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("bert_forward_dump: " + what);
+}
+
+void require_shape(const at::Tensor& tensor, const std::vector<int64_t>& shape,
+                   const std::string& name) {
+  require(tensor.defined() && tensor.sizes().vec() == shape,
+          name + " has shape " + (tensor.defined() ? c10::str(tensor.sizes()) : "undefined") +
+              ", expected " + c10::str(at::IntArrayRef(shape)));
+  require(at::isfinite(tensor).all().item<bool>(), name + " holds inf or NaN");
+}
+
 int run(const Args& args) {
   namespace fs = std::filesystem;
   // As run_glue does for --model_name_or_path: config.json, then model.safetensors with the
@@ -72,10 +88,10 @@ int run(const Args& args) {
   std::map<std::string, at::Tensor> out;
   {
     torch::NoGradGuard no_grad;
-    const at::Tensor mask = batch.contains("attention_mask") ? batch.at("attention_mask")
-                                                             : at::Tensor();
-    const at::Tensor types = batch.contains("token_type_ids") ? batch.at("token_type_ids")
-                                                              : at::Tensor();
+    const at::Tensor mask =
+        batch.contains("attention_mask") ? batch.at("attention_mask") : at::Tensor();
+    const at::Tensor types =
+        batch.contains("token_type_ids") ? batch.at("token_type_ids") : at::Tensor();
     const auto base = model->bert->forward(batch.at("input_ids"), mask, types);
     out["last_hidden_state"] = base.last_hidden_state;
     out["pooler_output"] = base.pooler_output;
@@ -91,11 +107,21 @@ int run(const Args& args) {
       out["grad." + item.key()] = item.value().grad();
     }
   }
-  ctrainer::save_safetensors(
-      args.output, out,
-      {{"missing_keys", nlohmann::json(report.missing_keys).dump()},
-       {"unexpected_keys", nlohmann::json(report.unexpected_keys).dump()},
-       {"problem_type", model->bert_config().problem_type.value_or("")}});
+  const int64_t batch_size = batch.at("input_ids").size(0);
+  const int64_t length = batch.at("input_ids").size(1);
+  const int64_t hidden = config.hidden_size;
+  require_shape(out["last_hidden_state"], {batch_size, length, hidden}, "last_hidden_state");
+  require_shape(out["pooler_output"], {batch_size, hidden}, "pooler_output");
+  require_shape(out["logits"], {batch_size, config.num_labels()}, "logits");
+  if (result.loss.defined()) {
+    require_shape(out["loss"], {}, "loss");
+    for (const auto& item : model->named_parameters(/*recurse=*/true))
+      require_shape(out["grad." + item.key()], item.value().sizes().vec(), "grad." + item.key());
+  }
+  ctrainer::save_safetensors(args.output, out,
+                             {{"missing_keys", nlohmann::json(report.missing_keys).dump()},
+                              {"unexpected_keys", nlohmann::json(report.unexpected_keys).dump()},
+                              {"problem_type", model->bert_config().problem_type.value_or("")}});
   return 0;
 }
 

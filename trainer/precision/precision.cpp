@@ -97,11 +97,11 @@ at::Tensor Precision::scale_loss(const at::Tensor& loss) const {
   return scaler_ ? scaler_->scale(loss) : loss;
 }
 
-bool Precision::unscale_and_check_overflow(const std::vector<at::Tensor>& parameters,
-                                           Strategy& strategy, int64_t step) {
-  if (!scaler_) return false;
+bool Precision::unscale_and_check_overflow(torch::nn::Module& model, Strategy& strategy,
+                                           int64_t step) {
+  if (!scaler_) return false;  // fp32/bf16: nothing to do on the step's hot path
   // Every process must skip the same steps, so the flag is agreed on before anyone reads it.
-  const at::Tensor found_inf = strategy.any_across_processes(scaler_->unscale_(parameters));
+  const at::Tensor found_inf = strategy.any_across_processes(scaler_->unscale_(model.parameters()));
   const bool overflow = found_inf.item<float>() != 0.0f;  // one host sync, as GradScaler.step
   const double scale = overflow ? scaler_->get_scale() : 0.0;
   scaler_->update(found_inf);

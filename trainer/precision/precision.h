@@ -10,6 +10,7 @@
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+#include <torch/nn/module.h>
 
 #include <ctrainer/trainer/precision/grad_scaler.h>
 
@@ -61,12 +62,11 @@ class Precision {
   /// `loss` times the loss scale (unchanged without scaling).
   at::Tensor scale_loss(const at::Tensor& loss) const;
   /// At an accumulation boundary, after `strategy` reduced the gradients: unscales the
-  /// gradients of `parameters` (so clipping and grad_norm see the true values), agrees with every
-  /// process on whether any overflowed (inf/NaN), updates the loss scale and logs a skip at
+  /// gradients of `model`'s parameters (so clipping and grad_norm see the true values), agrees with
+  /// every process on whether any overflowed (inf/NaN), updates the loss scale and logs a skip at
   /// optimizer step `step`. Returns true when the optimizer and scheduler steps must be skipped
   /// (HF: GradScaler.step, then optimizer_step_was_skipped); always false without loss scaling.
-  bool unscale_and_check_overflow(const std::vector<at::Tensor>& parameters, Strategy& strategy,
-                                  int64_t step);
+  bool unscale_and_check_overflow(torch::nn::Module& model, Strategy& strategy, int64_t step);
   /// One line for the training banner, e.g. "bf16 autocast on cpu, no loss scaling".
   std::string describe() const;
 
