@@ -7,8 +7,8 @@
 #include <vector>
 
 #include <ctrainer/distributed/gradient_reducer.h>
+#include <ctrainer/distributed/collective_strategy.h>
 #include <ctrainer/distributed/process_group.h>
-#include <ctrainer/distributed/strategy.h>
 
 namespace ctrainer {
 
@@ -34,7 +34,7 @@ struct DDPOptions {
 /// One process per device; gradients are averaged over the process group on every
 /// synchronising backward. After the reduction every rank holds bitwise-identical gradients,
 /// so clipping and the optimizer step need no further communication.
-class DDPStrategy : public Strategy {
+class DDPStrategy : public CollectiveStrategy {
  public:
   /// `group` must outlive the strategy.
   DDPStrategy(ProcessGroup& group, DDPOptions options = {});
@@ -56,12 +56,6 @@ class DDPStrategy : public Strategy {
   /// Zeroes the flat buffers. Gradients must stay views into them, so neither set-to-none nor
   /// Optimizer::zero_grad (which sets gradients to none by default in torch 2.x).
   void zero_grad(torch::nn::Module& model) override;
-  at::Tensor mean_across_processes(const at::Tensor& value) override;
-  at::Tensor any_across_processes(const at::Tensor& flag) override;
-  std::vector<at::Tensor> all_gather(const at::Tensor& tensor) override;
-  std::vector<std::string> all_gather_strings(const std::string& value) override;
-  void barrier() override;
-  int64_t world_size() const override;
 
   /// Number of gradient buckets (for tests and logs); 0 before setup().
   std::size_t num_buckets() const;
@@ -70,7 +64,6 @@ class DDPStrategy : public Strategy {
   const ReducerStats& last_stats() const;
 
  private:
-  ProcessGroup& group_;
   DDPOptions options_;
   std::unique_ptr<GradientReducer> reducer_;
 };

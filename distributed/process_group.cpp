@@ -272,6 +272,47 @@ PendingCollective ProcessGroup::all_reduce_async(at::Tensor& tensor, Reduction r
   return PendingCollective([state, work = std::move(work)] { state->wait("all-reduce", work); });
 }
 
+namespace {
+
+/// Throws ArgumentError unless `big` holds exactly `world_size` x `small`, both contiguous and
+/// of one dtype and device (what c10d's *_tensor collectives require).
+void require_chunked(const char* what, const at::Tensor& big, const at::Tensor& small,
+                     int64_t world_size) {
+  if (!big.is_contiguous() || !small.is_contiguous() || big.numel() != small.numel() * world_size ||
+      big.scalar_type() != small.scalar_type() || big.device() != small.device())
+    throw ArgumentError(std::string(what) + ": needs contiguous tensors of one dtype and device, " +
+                        "the large one world_size (" + std::to_string(world_size) +
+                        ") times the small one; got " + std::to_string(big.numel()) + " and " +
+                        std::to_string(small.numel()) + " elements");
+}
+
+}  // namespace
+
+PendingCollective ProcessGroup::reduce_scatter_async(at::Tensor& output, at::Tensor& input,
+                                                     Reduction reduction) {
+  if (!state_->backend)
+    throw DistributedError("reduce-scatter on a process group that was shut down");
+  require_chunked("reduce-scatter", input, output, state_->info.world_size);
+  c10d::ReduceScatterOptions options;
+  options.reduceOp = all_reduce_options(reduction).reduceOp;
+  auto work = state_->backend->_reduce_scatter_base(output, input, options);
+  State* state = state_.get();
+  // The tensors ride along so that they outlive the collective even if the caller drops them.
+  return PendingCollective([state, work = std::move(work), output, input] {
+    state->wait("reduce-scatter", work);
+  });
+}
+
+PendingCollective ProcessGroup::all_gather_into_async(at::Tensor& output, at::Tensor& input) {
+  if (!state_->backend) throw DistributedError("all-gather on a process group that was shut down");
+  require_chunked("all-gather", output, input, state_->info.world_size);
+  auto work = state_->backend->_allgather_base(output, input, c10d::AllgatherOptions());
+  State* state = state_.get();
+  return PendingCollective([state, work = std::move(work), output, input] {
+    state->wait("all-gather", work);
+  });
+}
+
 void ProcessGroup::broadcast(at::Tensor& tensor, int64_t root) {
   if (!state_->backend) throw DistributedError("broadcast on a process group that was shut down");
   if (root < 0 || root >= state_->info.world_size)

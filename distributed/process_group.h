@@ -92,6 +92,16 @@ class ProcessGroup {
   /// that communication overlaps the rest of the backward pass (DDPStrategy). Every rank must
   /// launch its collectives in the same order.
   PendingCollective all_reduce_async(at::Tensor& tensor, Reduction reduction = Reduction::kSum);
+  /// Launches a reduce-scatter: `input` (world_size x output.numel() elements, contiguous) is
+  /// reduced over all ranks and rank r receives chunk r in `output` (c10d
+  /// reduce_scatter_tensor; Gloo implements it as an all-reduce plus a copy). Both tensors must
+  /// stay alive and untouched until the returned collective was waited for.
+  PendingCollective reduce_scatter_async(at::Tensor& output, at::Tensor& input,
+                                         Reduction reduction = Reduction::kSum);
+  /// Launches an all-gather into one tensor: `output` (world_size x input.numel() elements,
+  /// contiguous) receives every rank's `input`, rank r's at chunk r (c10d
+  /// all_gather_into_tensor). Same lifetime rule as reduce_scatter_async.
+  PendingCollective all_gather_into_async(at::Tensor& output, at::Tensor& input);
   /// In-place copy of rank `root`'s `tensor` to every rank.
   void broadcast(at::Tensor& tensor, int64_t root = 0);
   /// Every rank's `tensor`, indexed by rank (same shape and dtype on every rank; see

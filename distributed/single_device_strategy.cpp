@@ -7,6 +7,13 @@
 
 namespace ctrainer {
 
+std::vector<at::Tensor> Strategy::optimizer_parameters(torch::nn::Module& model) {
+  std::vector<at::Tensor> trainable;
+  for (auto& p : model.parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  return trainable;
+}
+
 void SingleDeviceStrategy::setup(torch::nn::Module& model, const c10::Device& device) {
   model.to(device);
 }

@@ -30,6 +30,20 @@ class Strategy {
   /// norm before clipping as a device tensor (no host synchronisation).
   virtual at::Tensor clip_grad_norm(torch::nn::Module& model, double max_norm) = 0;
   virtual void optimizer_step(torch::optim::Optimizer& optimizer) = 0;
+  /// Called once after the optimizer was created over the model's parameters and before it
+  /// steps: a sharded strategy replaces each param group's parameters with the slices this rank
+  /// updates. The optimizer must not hold state yet.
+  virtual void setup_optimizer(torch::optim::Optimizer& /*optimizer*/) {}
+  /// The tensors whose .grad the optimizer steps, which loss scaling unscales: the model's
+  /// trainable parameters, or a sharded strategy's slices of them.
+  virtual std::vector<at::Tensor> optimizer_parameters(torch::nn::Module& model);
+  /// Right before each forward of the model, training or evaluation (ZeRO-3 all-gathers the
+  /// parameters outside its wrapped units; collective).
+  virtual void before_forward(torch::nn::Module& /*model*/) {}
+  /// Makes every parameter of the model hold its full value until release_full_parameters
+  /// (ZeRO-3 all-gathers them; collective): around saving or consolidating weights.
+  virtual void gather_full_parameters(torch::nn::Module& /*model*/) {}
+  virtual void release_full_parameters(torch::nn::Module& /*model*/) {}
   virtual void zero_grad(torch::nn::Module& model) = 0;
   /// Mean of a scalar over all processes (the logged training loss).
   virtual at::Tensor mean_across_processes(const at::Tensor& value) = 0;

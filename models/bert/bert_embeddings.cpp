@@ -32,6 +32,7 @@ at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids,
   if (token_type_ids.defined() && token_type_ids.sizes() != input_ids.sizes())
     throw ArgumentError("token_type_ids must have the shape of input_ids");
   // HF's order of additions: (words + token types) + positions.
+  auto hooks = hook_point_.enter();
   at::Tensor embeddings = word_embeddings->forward(input_ids);
   if (token_type_ids.defined()) {
     embeddings = embeddings + token_type_embeddings->forward(token_type_ids);
@@ -40,7 +41,7 @@ at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids,
   }
   at::Tensor positions = at::arange(length, input_ids.options().dtype(at::kLong));
   embeddings = embeddings + position_embeddings->forward(positions).unsqueeze(0);
-  return dropout->forward(LayerNorm->forward(embeddings));
+  return hooks.finish(dropout->forward(LayerNorm->forward(embeddings)));
 }
 
 }  // namespace ctrainer

@@ -8,6 +8,7 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <ctrainer/models/bert/bert_config.h>
+#include <ctrainer/trainer/core/forward_hooks.h>
 
 namespace ctrainer {
 
@@ -25,6 +26,10 @@ class BertEmbeddingsImpl : public torch::nn::Module {
   torch::nn::Embedding token_type_embeddings{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: HF's attribute name is the state_dict key
   torch::nn::Dropout dropout{nullptr};
+
+ private:
+  /// ZeRO-3 / FSDP may wrap the embeddings as a unit of their own.
+  ForwardHookPoint hook_point_{*this};
 };
 TORCH_MODULE(BertEmbeddings);
 

@@ -31,8 +31,9 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
 }
 
 at::Tensor BertLayerImpl::forward(const at::Tensor& hidden, const at::Tensor& mask) {
+  auto hooks = hook_point_.enter();
   at::Tensor attended = attention->forward(hidden, mask);
-  return output->forward(intermediate->forward(attended), attended);
+  return hooks.finish(output->forward(intermediate->forward(attended), attended));
 }
 
 }  // namespace ctrainer

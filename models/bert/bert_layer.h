@@ -10,6 +10,7 @@
 
 #include <ctrainer/models/bert/bert_attention.h>
 #include <ctrainer/models/bert/bert_config.h>
+#include <ctrainer/trainer/core/forward_hooks.h>
 
 namespace ctrainer {
 
@@ -48,6 +49,10 @@ class BertLayerImpl : public torch::nn::Module {
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertOutput output{nullptr};
+
+ private:
+  /// ZeRO-3 / FSDP wrap BertLayer as a unit (fsdp_transformer_layer_cls_to_wrap BertLayer).
+  ForwardHookPoint hook_point_{*this};
 };
 TORCH_MODULE(BertLayer);
 

@@ -101,7 +101,7 @@ bool Precision::unscale_and_check_overflow(torch::nn::Module& model, Strategy& s
                                            int64_t step) {
   if (!scaler_) return false;  // fp32/bf16: nothing to do on the step's hot path
   // Every process must skip the same steps, so the flag is agreed on before anyone reads it.
-  const at::Tensor found_inf = strategy.any_across_processes(scaler_->unscale_(model.parameters()));
+  const at::Tensor found_inf = strategy.any_across_processes(scaler_->unscale_(strategy.optimizer_parameters(model)));
   const bool overflow = found_inf.item<float>() != 0.0f;  // one host sync, as GradScaler.step
   const double scale = overflow ? scaler_->get_scale() : 0.0;
   scaler_->update(found_inf);

@@ -1,0 +1,225 @@
+// The sharded strategy (ZeRO-1/2/3) through the real launcher: ctrainer-run starts N ranks of
+// sharded_worker, which train a tiny BERT with dropout, AdamW, clipping and accumulation. Every
+// stage, with and without offload, prefetching, gradient checkpointing or overlap, must end with
+// the parameters, losses and gradient norms of DDP within 1e-5 (fp32), and hold the memory the
+// ZeRO formulas give for its stage.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/parameter_text.h"
+#include "support/process.h"
+
+namespace {
+namespace fs = std::filesystem;
+using ctrainer::testing::parse_parameters;
+using ctrainer::testing::read_text_file;
+
+struct LaunchResult {
+  std::string out;
+  std::string err;
+  int code = -1;
+  std::string rank0_parameters;
+  std::vector<std::string> rank_parameters;
+};
+
+LaunchResult launch(const std::string& tag, int nproc,
+                    const std::vector<std::string>& worker_flags) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ctrainer_sharded_" + std::to_string(::getpid()) + "_" + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> argv{CTRAINER_RUN_BINARY,   "--standalone",          "--nproc-per-node",
+                                std::to_string(nproc), CTRAINER_SHARDED_WORKER, "--out",
+                                dir.string()};
+  argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
+  LaunchResult run;
+  run.code = ctrainer::testing::wait_for(
+      ctrainer::testing::spawn_process(argv, dir / "launcher.out", dir / "launcher.err"));
+  run.out = read_text_file(dir / "launcher.out");
+  run.err = read_text_file(dir / "launcher.err");
+  for (int r = 0; r < nproc; ++r)
+    run.rank_parameters.push_back(read_text_file(dir / ("params." + std::to_string(r) + ".txt")));
+  run.rank0_parameters = run.rank_parameters.front();
+  fs::remove_all(dir);
+  return run;
+}
+
+/// "step K: loss L grad norm G" lines of rank 0, as (L, G) per step.
+std::vector<std::pair<double, double>> steps_of(const std::string& out) {
+  std::vector<std::pair<double, double>> steps;
+  const std::regex line(R"(step (\d+): loss ([-0-9.e]+) grad norm ([-0-9.e]+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it)
+    steps.emplace_back(std::stod((*it)[2]), std::stod((*it)[3]));
+  return steps;
+}
+
+struct Case {
+  std::string name;
+  std::string strategy;
+  int nproc;
+  int accum;
+  std::vector<std::string> flags;  ///< for the sharded run
+  std::vector<std::string> both;   ///< for both runs (e.g. gradient checkpointing)
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ShardedVersusDDP : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShardedVersusDDP, TrainsWhatDDPTrains) {
+  const Case& c = GetParam();
+  std::vector<std::string> common{"--accum", std::to_string(c.accum), "--steps", "4"};
+  common.insert(common.end(), c.both.begin(), c.both.end());
+  std::vector<std::string> ddp_flags = common;
+  ddp_flags.insert(ddp_flags.end(), {"--strategy", "ddp"});
+  std::vector<std::string> sharded_flags = common;
+  sharded_flags.insert(sharded_flags.end(), {"--strategy", c.strategy});
+  sharded_flags.insert(sharded_flags.end(), c.flags.begin(), c.flags.end());
+
+  const LaunchResult ddp = launch(c.name + "_ddp", c.nproc, ddp_flags);
+  ASSERT_EQ(ddp.code, 0) << ddp.out << ddp.err;
+  const LaunchResult sharded = launch(c.name, c.nproc, sharded_flags);
+  ASSERT_EQ(sharded.code, 0) << sharded.out << sharded.err;
+
+  // Every rank ends with the same full parameters.
+  ASSERT_FALSE(sharded.rank0_parameters.empty()) << sharded.out << sharded.err;
+  for (int r = 1; r < c.nproc; ++r)
+    EXPECT_EQ(sharded.rank_parameters[r], sharded.rank0_parameters) << "rank " << r;
+
+  const auto expected = parse_parameters(ddp.rank0_parameters);
+  const auto got = parse_parameters(sharded.rank0_parameters);
+  ASSERT_EQ(got.size(), expected.size());
+  ASSERT_GE(got.size(), 40u);
+  double max_diff = 0, max_change = 0;
+  const auto initial_unknown = expected.end();
+  (void)initial_unknown;
+  for (const auto& [name, values] : expected) {
+    ASSERT_TRUE(got.count(name)) << name;
+    const auto& mine = got.at(name);
+    ASSERT_EQ(mine.size(), values.size()) << name;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      max_diff = std::max(max_diff, std::abs(mine[i] - values[i]));
+      EXPECT_LE(std::abs(mine[i] - values[i]), 1e-5) << name << "[" << i << "]";
+    }
+  }
+  const auto ddp_steps = steps_of(ddp.out);
+  const auto sharded_steps = steps_of(sharded.out);
+  ASSERT_EQ(ddp_steps.size(), 4u) << ddp.out;
+  ASSERT_EQ(sharded_steps.size(), 4u) << sharded.out;
+  for (std::size_t s = 0; s < ddp_steps.size(); ++s) {
+    EXPECT_NEAR(sharded_steps[s].first, ddp_steps[s].first, 1e-5) << "loss of step " << s;
+    EXPECT_NEAR(sharded_steps[s].second, ddp_steps[s].second, 1e-5) << "grad norm of step " << s;
+    max_change = std::max(max_change, std::abs(ddp_steps[s].first - ddp_steps[0].first));
+  }
+  // The run trained (the loss moved) and clipping was active (norms above the worker's 0.05).
+  EXPECT_GT(max_change, 1e-3);
+  EXPECT_GT(ddp_steps[0].second, 0.05);
+  std::printf("%s: max |sharded - ddp| = %g\n", c.name.c_str(), max_diff);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stages, ShardedVersusDDP,
+    ::testing::Values(
+        Case{"zero1_N2", "zero1", 2, 1, {}, {}}, Case{"zero1_N3_accum2", "zero1", 3, 2, {}, {}},
+        Case{"zero1_N2_accum2_offload", "zero1", 2, 2, {"--offload", "1"}, {}},
+        Case{"zero2_N2", "zero2", 2, 1, {}, {}}, Case{"zero2_N3_accum2", "zero2", 3, 2, {}, {}},
+        Case{"zero2_N2_offload", "zero2", 2, 1, {"--offload", "1"}, {}},
+        Case{"zero2_N2_accum2_no_overlap", "zero2", 2, 2, {"--overlap", "0"}, {}},
+        Case{"zero3_N2", "zero3", 2, 1, {}, {}}, Case{"zero3_N3_accum2", "zero3", 3, 2, {}, {}},
+        Case{"zero3_N2_accum2_offload", "zero3", 2, 2, {"--offload", "1"}, {}},
+        Case{"zero3_N2_prefetch_post_forward",
+             "zero3",
+             2,
+             1,
+             {"--prefetch", "post", "--forward-prefetch", "1"},
+             {}},
+        Case{"zero3_N3_no_prefetch", "zero3", 3, 1, {"--prefetch", "none"}, {}},
+        Case{"zero3_N2_root_only", "zero3", 2, 1, {"--wrap", ""}, {}},
+        Case{"zero3_N2_persistent_small", "zero3", 2, 1, {"--persistence", "20"}, {}},
+        Case{"zero3_N2_gradient_checkpointing", "zero3", 2, 2, {}, {"--checkpointing", "1"}},
+        Case{"zero2_N2_gradient_checkpointing", "zero2", 2, 1, {}, {"--checkpointing", "1"}}),
+    [](const auto& info) { return info.param.name; });
+
+// ---- memory -------------------------------------------------------------------------------
+
+struct Memory {
+  double parameters, gradients, master, optimizer_state, psi, padded;
+};
+
+Memory memory_of(const std::string& out) {
+  const std::regex line(
+      R"(memory: parameters (\d+) gradients (\d+) master (\d+) optimizer_state (\d+) psi (\d+) padded (\d+))");
+  std::smatch m;
+  if (!std::regex_search(out, m, line)) return {-1, -1, -1, -1, -1, -1};
+  return {std::stod(m[1]), std::stod(m[2]), std::stod(m[3]),
+          std::stod(m[4]), std::stod(m[5]), std::stod(m[6])};
+}
+
+struct MemoryCase {
+  std::string strategy;
+  int nproc;
+  bool offload;
+};
+
+void PrintTo(const MemoryCase& c, std::ostream* os) {
+  *os << c.strategy << " N=" << c.nproc << (c.offload ? " offload" : "");
+}
+
+class ShardedMemory : public ::testing::TestWithParam<MemoryCase> {};
+
+// fp32 parameters and AdamW (two moments): DDP holds 4Psi + 4Psi + 8Psi bytes. ZeRO-1 shards the
+// optimizer state, ZeRO-2 also the gradients, ZeRO-3 also the parameters; offload adds an fp32
+// master shard on the CPU (and ZeRO-1 a gradient shard there).
+TEST_P(ShardedMemory, HoldsWhatTheZeroFormulasGive) {
+  const auto& c = GetParam();
+  std::vector<std::string> flags{"--strategy", c.strategy,  "--steps",
+                                 "1",          "--offload", c.offload ? "1" : "0"};
+  const LaunchResult run = launch(
+      c.strategy + std::to_string(c.nproc) + (c.offload ? "o" : "") + "_mem", c.nproc, flags);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  const Memory m = memory_of(run.out);
+  ASSERT_GT(m.psi, 5000) << run.out;
+  const double n = c.nproc;
+  // What the formulas give for the padded layout; padding is a few elements per segment.
+  const double p = m.padded;
+  EXPECT_LT(p - m.psi, 0.01 * m.psi);
+  double parameters = 4 * p, gradients = 4 * p / n, master = 0, state = 8 * p / n;
+  if (c.strategy == "zero1") gradients = 4 * p;
+  if (c.strategy == "zero3") parameters = 4 * p / n;
+  if (c.offload) {
+    master = 4 * p / n;
+    if (c.strategy == "zero1") gradients += 4 * p / n;
+  }
+  auto within = [](double got, double want) { return std::abs(got - want) <= 0.05 * want + 1; };
+  EXPECT_TRUE(within(m.parameters, parameters)) << m.parameters << " vs " << parameters;
+  EXPECT_TRUE(within(m.gradients, gradients)) << m.gradients << " vs " << gradients;
+  EXPECT_TRUE(within(m.master, master)) << m.master << " vs " << master;
+  EXPECT_TRUE(within(m.optimizer_state, state)) << m.optimizer_state << " vs " << state;
+  std::printf("%s N=%d offload=%d: %.0f %.0f %.0f %.0f bytes (psi %.0f)\n", c.strategy.c_str(),
+              c.nproc, c.offload, m.parameters, m.gradients, m.master, m.optimizer_state, m.psi);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stages, ShardedMemory,
+    ::testing::Values(MemoryCase{"zero1", 2, false}, MemoryCase{"zero1", 3, true},
+                      MemoryCase{"zero2", 2, false}, MemoryCase{"zero2", 3, false},
+                      MemoryCase{"zero2", 2, true}, MemoryCase{"zero3", 2, false},
+                      MemoryCase{"zero3", 3, false}, MemoryCase{"zero3", 2, true}),
+    [](const auto& info) {
+      return info.param.strategy + "_N" + std::to_string(info.param.nproc) +
+             (info.param.offload ? "_offload" : "");
+    });
+
+}  // namespace

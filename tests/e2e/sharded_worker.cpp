@@ -1,0 +1,205 @@
+// A worker for the sharded-strategy tests, run by ctrainer-run: every rank trains the same tiny
+// BERT classifier (rank 0's weights, broadcast by setup) on its share of a fixed global batch
+// with DDP or ZeRO-1/2/3, AdamW and gradient clipping, then writes the full final parameters as
+// hex floats to OUT/params.RANK.txt (ZeRO-3 gathers them first) and, on rank 0, one line per
+// step "step K: loss L grad norm G" and "memory: parameters P gradients G master M
+// optimizer_state S psi N padded Q" (bytes this rank holds after the last step; psi = trainable
+// parameters, padded = the sum of the segments' padded sizes).
+// Exit code 0 on success, 3 on an error (the message goes to stderr).
+//   --out DIR --strategy ddp|zero1|zero2|zero3 --accum A --steps K --offload 0|1
+//   --wrap CLASS (ZeRO-3 unit class; "" = root only) --prefetch none|pre|post
+//   --forward-prefetch 0|1 --bucket ELEMENTS --overlap 0|1 --checkpointing 0|1
+//   --persistence ELEMENTS (stage3_param_persistence_threshold)
+#include <cstdio>
+#include <string>
+
+#include <torch/optim/adamw.h>
+
+#include <ctrainer/distributed/ddp_strategy.h>
+#include <ctrainer/distributed/process_group.h>
+#include <ctrainer/distributed/process_info.h>
+#include <ctrainer/distributed/sharded_strategy.h>
+#include <ctrainer/models/bert/bert_for_sequence_classification.h>
+
+#include "support/parameter_dump.h"
+
+namespace {
+
+constexpr int64_t kGlobalBatch = 12;
+constexpr int64_t kSequence = 6;
+constexpr double kMaxNorm = 0.05;  // below the norms: clipping is active
+
+ctrainer::BertConfig tiny_config() {
+  ctrainer::BertConfig config;
+  config.vocab_size = 37;  // odd sizes: segments do not divide by 2 or 3 without padding
+  config.hidden_size = 16;
+  config.num_hidden_layers = 3;
+  config.num_attention_heads = 2;
+  config.intermediate_size = 24;
+  config.max_position_embeddings = 16;
+  config.hidden_dropout_prob = 0.1;  // dropout on: every path must draw the same masks
+  config.attention_probs_dropout_prob = 0.0;
+  config.set_num_labels(3);
+  return config;
+}
+
+struct Flags {
+  std::string out = ".";
+  std::string strategy = "ddp";
+  int64_t accum = 1, steps = 3;
+  ctrainer::ShardingOptions sharding;
+  bool checkpointing = false;
+};
+
+Flags parse(int argc, char** argv) {
+  Flags f;
+  f.sharding.reduce_bucket_elements = 700;  // several buckets for this ~10k-parameter model
+  f.sharding.wrap_layer_classes = {"BertLayer"};
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string flag = argv[i];
+    const std::string value = argv[++i];
+    if (flag == "--out")
+      f.out = value;
+    else if (flag == "--strategy")
+      f.strategy = value;
+    else if (flag == "--accum")
+      f.accum = std::stoll(value);
+    else if (flag == "--steps")
+      f.steps = std::stoll(value);
+    else if (flag == "--offload")
+      f.sharding.offload_optimizer = f.sharding.offload_params = value == "1";
+    else if (flag == "--wrap")
+      f.sharding.wrap_layer_classes =
+          value.empty() ? std::vector<std::string>{} : std::vector<std::string>{value};
+    else if (flag == "--prefetch")
+      f.sharding.backward_prefetch = value == "none"   ? ctrainer::BackwardPrefetch::kNone
+                                     : value == "post" ? ctrainer::BackwardPrefetch::kBackwardPost
+                                                       : ctrainer::BackwardPrefetch::kBackwardPre;
+    else if (flag == "--forward-prefetch")
+      f.sharding.forward_prefetch = value == "1";
+    else if (flag == "--bucket")
+      f.sharding.reduce_bucket_elements = std::stoll(value);
+    else if (flag == "--overlap")
+      f.sharding.overlap_comm = value == "1";
+    else if (flag == "--checkpointing")
+      f.checkpointing = value == "1";
+    else if (flag == "--persistence")
+      f.sharding.param_persistence_threshold = std::stoll(value);
+    else
+      throw std::runtime_error("unknown flag " + flag);
+  }
+  if (f.strategy == "zero1")
+    f.sharding.stage = ctrainer::ShardingStage::kOptimizerState;
+  else if (f.strategy == "zero2")
+    f.sharding.stage = ctrainer::ShardingStage::kGradients;
+  else if (f.strategy == "zero3")
+    f.sharding.stage = ctrainer::ShardingStage::kParameters;
+  else if (f.strategy != "ddp")
+    throw std::runtime_error("unknown strategy " + f.strategy);
+  if (f.strategy != "zero3") f.sharding.offload_params = false;
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  try {
+    const Flags flags = parse(argc, argv);
+    const auto info = ctrainer::ProcessInfo::from_environment();
+    ctrainer::ProcessGroupOptions options;
+    options.timeout = std::chrono::seconds(60);
+    ctrainer::ProcessGroup group(info, options);
+    const int64_t world = info.world_size;
+    if (kGlobalBatch % (world * flags.accum) != 0)
+      throw std::runtime_error("the global batch of 12 does not split into world x accum");
+
+    torch::manual_seed(7);
+    const at::Tensor ids = torch::randint(1, 37, {kGlobalBatch, kSequence}, at::kLong);
+    const at::Tensor labels = torch::arange(kGlobalBatch, at::kLong).remainder(3);
+
+    // A different seed per rank: setup() must make every rank start from rank 0's weights.
+    torch::manual_seed(42 + static_cast<uint64_t>(info.rank));
+    auto model = std::make_shared<ctrainer::BertForSequenceClassification>(tiny_config());
+    model->train();
+    if (flags.checkpointing) model->gradient_checkpointing_enable(true);
+    std::unique_ptr<ctrainer::Strategy> strategy;
+    ctrainer::ShardedStrategy* sharded = nullptr;
+    if (flags.strategy == "ddp") {
+      ctrainer::DDPOptions ddp;
+      ddp.bucket_cap_mb = ddp.first_bucket_mb = 700.0 * 4 / (1024 * 1024);
+      strategy = std::make_unique<ctrainer::DDPStrategy>(group, ddp);
+    } else {
+      auto owned = std::make_unique<ctrainer::ShardedStrategy>(group, flags.sharding);
+      sharded = owned.get();
+      strategy = std::move(owned);
+    }
+    strategy->setup(*model, c10::Device(c10::kCPU));
+    // HF's two groups: weight decay on the weights only.
+    std::vector<at::Tensor> decay, no_decay;
+    for (const auto& item : model->named_parameters())
+      (item.key().find("bias") != std::string::npos ||
+               item.key().find("LayerNorm") != std::string::npos
+           ? no_decay
+           : decay)
+          .push_back(item.value());
+    torch::optim::AdamW optimizer(
+        {torch::optim::OptimizerParamGroup(decay,
+                                           std::make_unique<torch::optim::AdamWOptions>(
+                                               torch::optim::AdamWOptions(1e-2).weight_decay(0.1))),
+         torch::optim::OptimizerParamGroup(
+             no_decay, std::make_unique<torch::optim::AdamWOptions>(
+                           torch::optim::AdamWOptions(1e-2).weight_decay(0.0)))},
+        torch::optim::AdamWOptions(1e-2));
+    strategy->setup_optimizer(optimizer);
+
+    // Each rank draws different dropout masks, but the same ones under every strategy.
+    torch::manual_seed(1000 + static_cast<uint64_t>(info.rank));
+    const int64_t shard = kGlobalBatch / world, micro = shard / flags.accum;
+    for (int64_t step = 0; step < flags.steps; ++step) {
+      at::Tensor step_loss = at::zeros({});
+      for (int64_t m = 0; m < flags.accum; ++m) {
+        const int64_t begin = info.rank * shard + m * micro;
+        ctrainer::Batch batch{{"input_ids", ids.narrow(0, begin, micro)},
+                              {"labels", labels.narrow(0, begin, micro)}};
+        strategy->before_forward(*model);
+        const at::Tensor loss = model->forward(batch).loss / static_cast<double>(flags.accum);
+        strategy->backward(loss, /*sync=*/m == flags.accum - 1);
+        step_loss += loss.detach();
+      }
+      const at::Tensor norm = strategy->clip_grad_norm(*model, kMaxNorm);
+      strategy->optimizer_step(optimizer);
+      strategy->zero_grad(*model);
+      const at::Tensor mean = strategy->mean_across_processes(step_loss);
+      if (info.rank == 0)
+        std::printf("step %lld: loss %.8f grad norm %.8f\n", static_cast<long long>(step),
+                    mean.item<double>(), norm.item<double>());
+    }
+    if (sharded && info.rank == 0) {
+      const ctrainer::ShardedMemory memory = sharded->memory(&optimizer);
+      int64_t psi = 0, padded = 0;
+      for (const auto& segment : sharded->segments()) {
+        psi += segment->layout().numel;
+        padded += segment->layout().padded_numel();
+      }
+      std::printf(
+          "memory: parameters %lld gradients %lld master %lld optimizer_state %lld psi %lld "
+          "padded %lld segments %zu\n",
+          static_cast<long long>(memory.parameters), static_cast<long long>(memory.gradients),
+          static_cast<long long>(memory.master), static_cast<long long>(memory.optimizer_state),
+          static_cast<long long>(psi), static_cast<long long>(padded), sharded->segments().size());
+    }
+    strategy->gather_full_parameters(*model);
+    ctrainer::testing::write_parameters(
+        *model, flags.out + "/params." + std::to_string(info.rank) + ".txt");
+    strategy->release_full_parameters(*model);
+    strategy.reset();
+    group.shutdown();
+    std::printf("rank %lld of %lld: done\n", static_cast<long long>(info.rank),
+                static_cast<long long>(world));
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "sharded_worker: %s\n", error.what());
+    return 3;
+  }
+}
