@@ -144,14 +144,39 @@ LRScheduler::LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer, LrL
   apply_lrs();  // LambdaLR's initial step: last_epoch 0
 }
 
-void LRScheduler::apply_lrs() {
+LRScheduler::LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer)
+    : optimizer_(std::move(optimizer)) {
+  if (!optimizer_) throw ArgumentError("LRScheduler: the optimizer is null");
   auto& groups = optimizer_->param_groups();
-  last_lr_.resize(groups.size());
+  if (groups.empty()) throw ArgumentError("LRScheduler: the optimizer has no param groups");
+  for (auto& group : groups) base_lrs_.push_back(group.options().get_lr());
+  last_lr_ = base_lrs_;
+}
+
+void LRScheduler::apply_lrs() {
   const double factor = lr_lambda_(last_epoch_);
-  for (size_t i = 0; i < groups.size(); ++i) {
-    last_lr_[i] = base_lrs_[i] * factor;
-    groups[i].options().set_lr(last_lr_[i]);
+  std::vector<double> lrs(base_lrs_.size());
+  for (size_t i = 0; i < lrs.size(); ++i) lrs[i] = base_lrs_[i] * factor;
+  set_group_lrs(lrs);
+}
+
+void LRScheduler::set_group_lrs(const std::vector<double>& lrs) {
+  auto& groups = optimizer_->param_groups();
+  if (lrs.size() != groups.size()) {
+    throw ArgumentError("LRScheduler: " + std::to_string(lrs.size()) + " lrs for " +
+                        std::to_string(groups.size()) + " param groups");
   }
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
+  last_lr_ = lrs;
+}
+
+double LRScheduler::multiplier(int64_t step) const {
+  if (!lr_lambda_) {
+    throw ArgumentError(
+        "LRScheduler::multiplier: this scheduler computes lrs directly and has no "
+        "multiplier; read get_last_lr() instead");
+  }
+  return lr_lambda_(step);
 }
 
 void LRScheduler::step() {

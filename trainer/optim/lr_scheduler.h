@@ -18,6 +18,9 @@ namespace ctrainer {
 /// `base_lr * lr_lambda(last_epoch)`, where base_lr is the group's lr at construction.
 /// Like LambdaLR (constructed with last_epoch=-1), construction performs the initial step:
 /// last_epoch() is 0 and every group's lr is already base_lr * lr_lambda(0).
+/// Schedulers that are not a multiplier of a base lr (DeepSpeed's, deepspeed_schedulers.h)
+/// derive from it and override step(), state_dict() and load_state_dict(); the Trainer and the
+/// checkpoint manager only use this interface.
 class LRScheduler {
  public:
   /// Multiplier of the base lr as a function of the step count.
@@ -25,9 +28,12 @@ class LRScheduler {
 
   /// Throws ArgumentError when `optimizer` is null or has no param groups, or `lr_lambda` is empty.
   LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer, LrLambda lr_lambda);
+  virtual ~LRScheduler() = default;
+  LRScheduler(const LRScheduler&) = delete;
+  LRScheduler& operator=(const LRScheduler&) = delete;
 
   /// Advances one step: last_epoch += 1, then each group's lr = base_lr * lr_lambda(last_epoch).
-  void step();
+  virtual void step();
 
   /// The lr of each param group as last set by this scheduler.
   std::vector<double> get_last_lr() const { return last_lr_; }
@@ -35,19 +41,29 @@ class LRScheduler {
   int64_t last_epoch() const { return last_epoch_; }
   /// The lr of each param group captured at construction.
   const std::vector<double>& base_lrs() const { return base_lrs_; }
-  /// The multiplier at `step` (no side effects).
-  double multiplier(int64_t step) const { return lr_lambda_(step); }
+  /// The multiplier at `step` (no side effects). Throws ArgumentError for a derived scheduler
+  /// that has no lambda.
+  double multiplier(int64_t step) const;
   const std::shared_ptr<torch::optim::Optimizer>& optimizer() const { return optimizer_; }
 
   /// {"last_epoch": int, "base_lrs": [double...], "last_lr": [double...]} (the lambda itself is
   /// code, not state, as in torch where plain functions are not saved).
-  nlohmann::json state_dict() const;
+  virtual nlohmann::json state_dict() const;
   /// Restores last_epoch and base_lrs and re-applies base_lr * lr_lambda(last_epoch) to every
   /// param group, so the optimizer's lrs match the restored position even when the optimizer
   /// state was not loaded. Throws ArgumentError (naming the key) on a missing or ill-typed key, a
   /// negative last_epoch, a non-finite or negative base lr, or a base_lrs length that differs
   /// from the optimizer's number of param groups. Nothing is modified when it throws.
-  void load_state_dict(const nlohmann::json& state);
+  virtual void load_state_dict(const nlohmann::json& state);
+
+ protected:
+  /// For derived schedulers that compute lrs themselves: checks `optimizer` (non-null, has param
+  /// groups) and records each group's current lr as base_lrs() and get_last_lr(); no lambda, and
+  /// the group lrs are left untouched.
+  explicit LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer);
+  /// Sets each param group's lr to lrs[i] (one entry per group) and records them as get_last_lr().
+  void set_group_lrs(const std::vector<double>& lrs);
+  void set_last_epoch(int64_t last_epoch) { last_epoch_ = last_epoch; }
 
  private:
   void apply_lrs();

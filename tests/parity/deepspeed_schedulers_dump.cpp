@@ -1,0 +1,114 @@
+// Reads cases from the JSON file argv[1] and prints, for each, the lrs (and betas) our DeepSpeed
+// scheduler gives after construction and after each of `steps` step() calls, for
+// deepspeed_schedulers_parity.py to compare with DeepSpeed's lr_schedules.py.
+// A case: {"optimizer": "adamw"|"adam"|"sgd", "group_lrs": [lr per param group], "type": str,
+//          "params": {...}, "steps": int, "resume_at": int (optional)}.
+// With resume_at = k, after k steps the scheduler's state goes through state_dict() / JSON text
+// / load_state_dict() into a scheduler built fresh on a fresh optimizer, which runs the rest.
+// Output: a JSON list with one {"lrs": [[...]...], "betas": [[...]...]} per case (betas: beta1
+// of each group, or [] for an optimizer without betas).
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/trainer/optim/deepspeed_schedulers.h>
+
+namespace {
+
+// One parameter per group; each group's options start as the optimizer's defaults, with its own
+// lr (betas (0.9, 0.999), as torch's defaults in the Python reference).
+std::shared_ptr<torch::optim::Optimizer> make_optimizer(const std::string& kind,
+                                                        const std::vector<double>& lrs) {
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (double lr : lrs) {
+    std::vector<at::Tensor> params{torch::zeros({1}, torch::requires_grad())};
+    if (kind == "sgd") {
+      groups.emplace_back(params, std::make_unique<torch::optim::SGDOptions>(lr));
+    } else if (kind == "adam") {
+      groups.emplace_back(params, std::make_unique<torch::optim::AdamOptions>(lr));
+    } else {
+      groups.emplace_back(params, std::make_unique<torch::optim::AdamWOptions>(lr));
+    }
+  }
+  if (kind == "sgd") {
+    return std::make_shared<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(lrs[0]));
+  }
+  if (kind == "adam") {
+    return std::make_shared<torch::optim::Adam>(std::move(groups),
+                                                torch::optim::AdamOptions(lrs[0]));
+  }
+  return std::make_shared<torch::optim::AdamW>(std::move(groups),
+                                               torch::optim::AdamWOptions(lrs[0]));
+}
+
+std::vector<double> beta1s(torch::optim::Optimizer& optimizer) {
+  std::vector<double> out;
+  for (auto& group : optimizer.param_groups()) {
+    auto& options = group.options();
+    if (auto* adam = dynamic_cast<torch::optim::AdamOptions*>(&options)) {
+      out.push_back(std::get<0>(adam->betas()));
+    } else if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&options)) {
+      out.push_back(std::get<0>(adamw->betas()));
+    }
+  }
+  return out;
+}
+
+std::vector<double> group_lrs(torch::optim::Optimizer& optimizer) {
+  std::vector<double> out;
+  for (auto& group : optimizer.param_groups()) out.push_back(group.options().get_lr());
+  return out;
+}
+
+nlohmann::json run_case(const nlohmann::json& c) {
+  const auto kind = c.at("optimizer").get<std::string>();
+  const auto lrs = c.at("group_lrs").get<std::vector<double>>();
+  const auto steps = c.at("steps").get<int64_t>();
+  const int64_t resume_at = c.value("resume_at", int64_t{-1});
+  auto optimizer = make_optimizer(kind, lrs);
+  auto scheduler = ctrainer::create_deepspeed_scheduler(c.at("type"), c.at("params"), optimizer);
+  nlohmann::json out{{"lrs", nlohmann::json::array()}, {"betas", nlohmann::json::array()}};
+  // The optimizer's own lrs, which the training step reads.
+  auto record = [&] {
+    out["lrs"].push_back(group_lrs(*optimizer));
+    out["betas"].push_back(beta1s(*optimizer));
+  };
+  record();
+  for (int64_t s = 0; s < steps; ++s) {
+    if (s == resume_at) {
+      const std::string saved = scheduler->state_dict().dump();
+      optimizer = make_optimizer(kind, lrs);
+      scheduler = ctrainer::create_deepspeed_scheduler(c.at("type"), c.at("params"), optimizer);
+      scheduler->load_state_dict(nlohmann::json::parse(saved));
+    }
+    scheduler->step();
+    record();
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " CASES.json\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(argv[1]);
+    const auto cases = nlohmann::json::parse(in);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : cases) out.push_back(run_case(c));
+    std::cout << out.dump() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
