@@ -361,9 +361,14 @@ at::Tensor ShardedStrategy::clip_grad_norm(torch::nn::Module& /*model*/, double 
 }
 
 void ShardedStrategy::optimizer_step(torch::optim::Optimizer& optimizer) {
-  // Full parameters gathered now (the root after an evaluation) would be stale after the step.
-  for (auto& segment : segments_) segment->release();
   optimizer.step();
+  // Full parameters gathered now (the root after an evaluation) are stale: parameters_from_master
+  // releases them before it updates the rest.
+  parameters_from_master();
+}
+
+void ShardedStrategy::parameters_from_master() {
+  for (auto& segment : segments_) segment->release();
   for (auto& segment : segments_) segment->launch_parameter_update();
   for (auto& segment : segments_)
     if (!segment->placement().shards_parameters) segment->finish_parameter_update();

@@ -56,6 +56,10 @@ class ShardedStrategy : public CollectiveStrategy {
   void gather_full_parameters(torch::nn::Module& model) override;
   void release_full_parameters(torch::nn::Module& model) override;
 
+  /// Makes the parameters follow the masters after they were overwritten (a sharded checkpoint
+  /// was loaded into them): the same update as after an optimizer step. Collective.
+  void parameters_from_master();
+
   const ShardingOptions& options() const { return options_; }
   const std::vector<std::unique_ptr<ShardedSegment>>& segments() const { return segments_; }
   /// What this rank holds now; `optimizer` adds its state (Adam, AdamW and SGD state known).

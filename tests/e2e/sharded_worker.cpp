@@ -10,6 +10,9 @@
 //   --wrap CLASS (ZeRO-3 unit class; "" = root only) --prefetch none|pre|post
 //   --forward-prefetch 0|1 --bucket ELEMENTS --overlap 0|1 --checkpointing 0|1
 //   --persistence ELEMENTS (stage3_param_persistence_threshold)
+//   --dropout P (hidden dropout, default 0.1)
+//   --load DIR  load the sharded state (any world size) before training
+//   --save DIR  save the sharded state after the last step (every rank writes its files)
 #include <cstdio>
 #include <string>
 
@@ -20,6 +23,7 @@
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/sharded_strategy.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
+#include <ctrainer/trainer/checkpoint/sharded_state.h>
 
 #include "support/parameter_dump.h"
 
@@ -29,7 +33,7 @@ constexpr int64_t kGlobalBatch = 12;
 constexpr int64_t kSequence = 6;
 constexpr double kMaxNorm = 0.05;  // below the norms: clipping is active
 
-ctrainer::BertConfig tiny_config() {
+ctrainer::BertConfig tiny_config(double dropout) {
   ctrainer::BertConfig config;
   config.vocab_size = 37;  // odd sizes: segments do not divide by 2 or 3 without padding
   config.hidden_size = 16;
@@ -37,7 +41,7 @@ ctrainer::BertConfig tiny_config() {
   config.num_attention_heads = 2;
   config.intermediate_size = 24;
   config.max_position_embeddings = 16;
-  config.hidden_dropout_prob = 0.1;  // dropout on: every path must draw the same masks
+  config.hidden_dropout_prob = dropout;  // on by default: every path must draw the same masks
   config.attention_probs_dropout_prob = 0.0;
   config.set_num_labels(3);
   return config;
@@ -49,6 +53,8 @@ struct Flags {
   int64_t accum = 1, steps = 3;
   ctrainer::ShardingOptions sharding;
   bool checkpointing = false;
+  double dropout = 0.1;
+  std::string load, save;
 };
 
 Flags parse(int argc, char** argv) {
@@ -85,6 +91,12 @@ Flags parse(int argc, char** argv) {
       f.checkpointing = value == "1";
     else if (flag == "--persistence")
       f.sharding.param_persistence_threshold = std::stoll(value);
+    else if (flag == "--dropout")
+      f.dropout = std::stod(value);
+    else if (flag == "--load")
+      f.load = value;
+    else if (flag == "--save")
+      f.save = value;
     else
       throw std::runtime_error("unknown flag " + flag);
   }
@@ -120,7 +132,8 @@ int main(int argc, char** argv) {
 
     // A different seed per rank: setup() must make every rank start from rank 0's weights.
     torch::manual_seed(42 + static_cast<uint64_t>(info.rank));
-    auto model = std::make_shared<ctrainer::BertForSequenceClassification>(tiny_config());
+    auto model =
+        std::make_shared<ctrainer::BertForSequenceClassification>(tiny_config(flags.dropout));
     model->train();
     if (flags.checkpointing) model->gradient_checkpointing_enable(true);
     std::unique_ptr<ctrainer::Strategy> strategy;
@@ -152,6 +165,10 @@ int main(int argc, char** argv) {
                            torch::optim::AdamWOptions(1e-2).weight_decay(0.0)))},
         torch::optim::AdamWOptions(1e-2));
     strategy->setup_optimizer(optimizer);
+    if (!flags.load.empty()) {
+      if (!sharded) throw std::runtime_error("--load needs a sharded strategy");
+      ctrainer::load_sharded_state(*sharded, optimizer, flags.load);
+    }
 
     // Each rank draws different dropout masks, but the same ones under every strategy.
     torch::manual_seed(1000 + static_cast<uint64_t>(info.rank));
@@ -188,6 +205,11 @@ int main(int argc, char** argv) {
           static_cast<long long>(memory.parameters), static_cast<long long>(memory.gradients),
           static_cast<long long>(memory.master), static_cast<long long>(memory.optimizer_state),
           static_cast<long long>(psi), static_cast<long long>(padded), sharded->segments().size());
+    }
+    if (!flags.save.empty()) {
+      if (!sharded) throw std::runtime_error("--save needs a sharded strategy");
+      ctrainer::save_sharded_state(*sharded, optimizer, flags.save, info.rank);
+      group.barrier();
     }
     strategy->gather_full_parameters(*model);
     ctrainer::testing::write_parameters(

@@ -1,0 +1,280 @@
+#include <ctrainer/trainer/checkpoint/sharded_state.h>
+
+#include <map>
+#include <optional>
+
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
+#include <torch/optim/sgd.h>
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/distributed/sharded_strategy.h>
+#include <ctrainer/integrations/safetensors.h>
+#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/core/json_file.h>
+
+namespace ctrainer {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+std::string rank_stem(int64_t rank) {
+  return "rank_" + std::to_string(rank);
+}
+
+enum class OptimizerKind { kAdamW, kAdam, kSGD };
+
+OptimizerKind kind_of(const torch::optim::Optimizer& optimizer) {
+  if (optimizer.param_groups().empty())
+    throw ArgumentError("sharded checkpoint: the optimizer has no param group");
+  const auto& options = optimizer.param_groups().front().options();
+  if (dynamic_cast<const torch::optim::AdamWOptions*>(&options)) return OptimizerKind::kAdamW;
+  if (dynamic_cast<const torch::optim::AdamOptions*>(&options)) return OptimizerKind::kAdam;
+  if (dynamic_cast<const torch::optim::SGDOptions*>(&options)) return OptimizerKind::kSGD;
+  throw ArgumentError(
+      "sharded checkpoint: only AdamW, Adam and SGD state can be saved sharded (the optimizers "
+      "ctrainer creates)");
+}
+
+const char* kind_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kAdamW:
+      return "AdamW";
+    case OptimizerKind::kAdam:
+      return "Adam";
+    case OptimizerKind::kSGD:
+      return "SGD";
+  }
+  return "?";
+}
+
+/// One optimizer tensor's state: named buffers and Adam's step (nullopt: never stepped).
+struct PieceState {
+  std::map<std::string, at::Tensor> buffers;
+  std::optional<int64_t> step;
+};
+
+template <typename State>
+void adam_buffers(const State& s, PieceState& out) {
+  out.step = s.step();
+  out.buffers["exp_avg"] = s.exp_avg();
+  out.buffers["exp_avg_sq"] = s.exp_avg_sq();
+  if (s.max_exp_avg_sq().defined()) out.buffers["max_exp_avg_sq"] = s.max_exp_avg_sq();
+}
+
+PieceState piece_state(const torch::optim::Optimizer& optimizer, const at::Tensor& piece) {
+  PieceState out;
+  auto it = optimizer.state().find(piece.unsafeGetTensorImpl());
+  if (it == optimizer.state().end()) return out;
+  const auto* state = it->second.get();
+  if (const auto* s = dynamic_cast<const torch::optim::AdamWParamState*>(state))
+    adam_buffers(*s, out);
+  else if (const auto* s = dynamic_cast<const torch::optim::AdamParamState*>(state))
+    adam_buffers(*s, out);
+  else if (const auto* s = dynamic_cast<const torch::optim::SGDParamState*>(state))
+    out.buffers["momentum_buffer"] = s->momentum_buffer();
+  return out;
+}
+
+template <typename State>
+std::unique_ptr<torch::optim::OptimizerParamState> make_adam_state(PieceState& s) {
+  auto state = std::make_unique<State>();
+  state->step(s.step.value_or(0));
+  state->exp_avg(s.buffers.at("exp_avg"));
+  state->exp_avg_sq(s.buffers.at("exp_avg_sq"));
+  if (s.buffers.count("max_exp_avg_sq")) state->max_exp_avg_sq(s.buffers.at("max_exp_avg_sq"));
+  return state;
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> make_state(OptimizerKind kind, PieceState& s) {
+  switch (kind) {
+    case OptimizerKind::kAdamW:
+      return make_adam_state<torch::optim::AdamWParamState>(s);
+    case OptimizerKind::kAdam:
+      return make_adam_state<torch::optim::AdamParamState>(s);
+    case OptimizerKind::kSGD: {
+      auto state = std::make_unique<torch::optim::SGDParamState>();
+      state->momentum_buffer(s.buffers.at("momentum_buffer"));
+      return state;
+    }
+  }
+  return nullptr;
+}
+
+/// A saved slice of one parameter: elements [begin, end) of the flattened parameter.
+struct SavedPiece {
+  int64_t begin = 0, end = 0;
+  std::optional<int64_t> step;
+  std::map<std::string, at::Tensor> tensors;  ///< "master" and the state buffers
+};
+
+}  // namespace
+
+bool has_sharded_state(const fs::path& dir) {
+  return fs::exists(dir / kShardedStateFolder / "manifest.json");
+}
+
+void save_sharded_state(const ShardedStrategy& strategy, const torch::optim::Optimizer& optimizer,
+                        const fs::path& dir, int64_t rank) {
+  const OptimizerKind kind = kind_of(optimizer);
+  const fs::path folder = dir / kShardedStateFolder;
+  fs::create_directories(folder);
+  std::map<std::string, at::Tensor> tensors;
+  nlohmann::json pieces = nlohmann::json::array();
+  nlohmann::json parameters = nlohmann::json::object();
+  for (const auto& segment : strategy.segments()) {
+    const auto& members = segment->layout().members;
+    for (const auto& m : members)
+      parameters[m.name] = {{"shape", m.parameter.sizes().vec()},
+                            {"dtype", std::string(c10::toString(m.parameter.scalar_type()))}};
+    const auto& slices = segment->owned_slices();
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+      const std::string& name = members[slices[i].member].name;
+      const at::Tensor& piece = segment->optimizer_pieces()[i];
+      // Copies: the files must hold this step's values, not views the next step changes.
+      tensors["master." + name] = piece.detach().to(at::kCPU).clone();
+      const PieceState state = piece_state(optimizer, piece);
+      for (const auto& [buffer, value] : state.buffers)
+        tensors[buffer + "." + name] = value.detach().to(at::kCPU).clone();
+      nlohmann::json entry = {{"name", name}, {"begin", slices[i].begin}, {"end", slices[i].end}};
+      entry["step"] = state.step ? nlohmann::json(*state.step) : nlohmann::json(nullptr);
+      pieces.push_back(std::move(entry));
+    }
+  }
+  save_safetensors((folder / (rank_stem(rank) + ".safetensors")).string(), tensors,
+                   {{"format", "pt"}});
+  write_json_file(folder / (rank_stem(rank) + ".json"), {{"pieces", std::move(pieces)}});
+  if (rank == 0)
+    write_json_file(folder / "manifest.json",
+                    {{"format_version", kFormatVersion},
+                     {"world_size", strategy.world_size()},
+                     {"stage", static_cast<int>(strategy.options().stage)},
+                     {"optimizer", kind_name(kind)},
+                     {"parameters", std::move(parameters)}});
+}
+
+void load_sharded_state(ShardedStrategy& strategy, torch::optim::Optimizer& optimizer,
+                        const fs::path& dir) {
+  const fs::path folder = dir / kShardedStateFolder;
+  const fs::path manifest_path = folder / "manifest.json";
+  const nlohmann::json manifest = read_json_file(manifest_path, "the sharded-state manifest");
+  auto fail = [&](const std::string& why) {
+    return ArgumentError("--resume_from_checkpoint " + dir.string() + ": " + why);
+  };
+  if (manifest.value("format_version", 0) != kFormatVersion)
+    throw fail(manifest_path.string() + " has format_version " +
+               manifest.value("format_version", nlohmann::json(nullptr)).dump() + ", expected " +
+               std::to_string(kFormatVersion));
+  const OptimizerKind kind = kind_of(optimizer);
+  if (manifest.at("optimizer").get<std::string>() != kind_name(kind))
+    throw fail("the checkpoint holds " + manifest.at("optimizer").get<std::string>() +
+               " state but this run's optimizer is " + kind_name(kind));
+  // The run's parameters must be the saved ones, name for name and shape for shape.
+  const auto& saved_parameters = manifest.at("parameters");
+  std::size_t run_parameters = 0;
+  for (const auto& segment : strategy.segments()) {
+    for (const auto& m : segment->layout().members) {
+      ++run_parameters;
+      if (!saved_parameters.contains(m.name))
+        throw fail("parameter " + m.name + " is not in the checkpoint");
+      const auto shape = saved_parameters.at(m.name).at("shape").get<std::vector<int64_t>>();
+      if (shape != m.parameter.sizes().vec())
+        throw fail("parameter " + m.name + " has shape " + nlohmann::json(shape).dump() +
+                   " in the checkpoint but " + nlohmann::json(m.parameter.sizes().vec()).dump() +
+                   " in this run");
+    }
+  }
+  if (saved_parameters.size() != run_parameters)
+    throw fail("the checkpoint has " + std::to_string(saved_parameters.size()) +
+               " trainable parameters but this run has " + std::to_string(run_parameters));
+
+  // Every saved slice, by parameter name.
+  const int64_t saved_world = manifest.at("world_size").get<int64_t>();
+  std::map<std::string, std::vector<SavedPiece>> saved;
+  for (int64_t r = 0; r < saved_world; ++r) {
+    const fs::path file = folder / (rank_stem(r) + ".safetensors");
+    const nlohmann::json index = read_json_file(
+        folder / (rank_stem(r) + ".json"), "the sharded-state index of rank " + std::to_string(r));
+    SafetensorsFile tensors = load_safetensors(file.string());
+    for (const auto& entry : index.at("pieces")) {
+      SavedPiece piece;
+      const std::string name = entry.at("name").get<std::string>();
+      piece.begin = entry.at("begin").get<int64_t>();
+      piece.end = entry.at("end").get<int64_t>();
+      if (!entry.at("step").is_null()) piece.step = entry.at("step").get<int64_t>();
+      const std::string suffix = "." + name;
+      for (auto& [key, value] : tensors.tensors) {
+        if (key.size() <= suffix.size() ||
+            key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
+          continue;
+        const std::string kind_key = key.substr(0, key.size() - suffix.size());
+        if (kind_key.find('.') != std::string::npos) continue;  // a longer name ending in ours
+        if (value.numel() != piece.end - piece.begin)
+          throw fail(file.string() + ": " + key + " has " + std::to_string(value.numel()) +
+                     " elements but its index says " + std::to_string(piece.end - piece.begin));
+        piece.tensors[kind_key] = value.reshape(-1);
+      }
+      if (!piece.tensors.count("master")) throw fail(file.string() + " lacks master." + name);
+      saved[name].push_back(std::move(piece));
+    }
+  }
+
+  // Re-cut: each of this rank's slices is assembled from the saved slices that overlap it.
+  struct Assembled {
+    at::Tensor piece;
+    PieceState state;
+    at::Tensor master;
+  };
+  std::vector<Assembled> assembled;
+  for (const auto& segment : strategy.segments()) {
+    const auto& members = segment->layout().members;
+    const auto& slices = segment->owned_slices();
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+      const std::string& name = members[slices[i].member].name;
+      const at::Tensor& piece = segment->optimizer_pieces()[i];
+      Assembled out;
+      out.piece = piece;
+      out.master = at::empty({slices[i].numel()}, at::kFloat);
+      int64_t covered = 0;
+      std::map<std::string, at::Tensor> buffers;
+      for (const SavedPiece& from : saved[name]) {
+        const int64_t begin = std::max(from.begin, slices[i].begin);
+        const int64_t end = std::min(from.end, slices[i].end);
+        if (begin >= end) continue;
+        covered += end - begin;
+        out.state.step = from.step;
+        for (const auto& [key, value] : from.tensors) {
+          at::Tensor& target = key == "master" ? out.master : buffers[key];
+          if (!target.defined()) target = at::zeros({slices[i].numel()}, value.options());
+          target.narrow(0, begin - slices[i].begin, end - begin)
+              .copy_(value.narrow(0, begin - from.begin, end - begin));
+        }
+      }
+      if (covered != slices[i].numel())
+        throw fail("the sharded state covers " + std::to_string(covered) + " of the " +
+                   std::to_string(slices[i].numel()) + " elements [" +
+                   std::to_string(slices[i].begin) + ", " + std::to_string(slices[i].end) +
+                   ") of " + name + " (a rank's files are missing or truncated)");
+      for (auto& [key, value] : buffers)
+        out.state.buffers[key] = value.to(piece.device(), piece.scalar_type()).view(piece.sizes());
+      assembled.push_back(std::move(out));
+    }
+  }
+
+  // Everything was read and checked: now the optimizer and the masters change.
+  at::NoGradGuard no_grad;
+  for (auto& a : assembled) {
+    a.piece.copy_(a.master);
+    if (a.state.buffers.empty()) {
+      optimizer.state().erase(a.piece.unsafeGetTensorImpl());
+      continue;
+    }
+    optimizer.state()[a.piece.unsafeGetTensorImpl()] = make_state(kind, a.state);
+  }
+  strategy.parameters_from_master();
+}
+
+}  // namespace ctrainer
