@@ -109,6 +109,15 @@ void ShardedSegment::release() {
   state_ = State::kReleased;
 }
 
+void ShardedSegment::take_full_values() {
+  wait_gathered();
+  at::NoGradGuard no_grad;
+  const int64_t shard_numel = layout_.shard_numel;
+  const at::Tensor own = full_.narrow(0, rank_ * shard_numel, shard_numel);
+  if (shard_.defined()) shard_.copy_(own);
+  if (!same_memory(master_, own) && !same_memory(master_, shard_)) master_.copy_(own);
+}
+
 bool ShardedSegment::mark_ready(std::size_t member) {
   if (member_ready_[member]) return false;
   member_ready_[member] = true;

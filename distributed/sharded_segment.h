@@ -61,6 +61,9 @@ class ShardedSegment {
   /// the next gather). No-op for segments that do not shard parameters.
   void release();
   bool gathered() const { return state_ == State::kGathered; }
+  /// The full parameters (gathered) were overwritten: this rank's chunk of them becomes the
+  /// shard and the master. Every rank must have written the same values.
+  void take_full_values();
 
   // ---- gradients ----
   /// A member's gradient of the current backward is complete. Returns true when it was the

@@ -383,8 +383,11 @@ void ShardedStrategy::gather_full_parameters(torch::nn::Module& /*model*/) {
   for (auto& segment : segments_) segment->wait_gathered();
 }
 
-void ShardedStrategy::release_full_parameters(torch::nn::Module& /*model*/) {
-  for (auto& segment : segments_) segment->release();
+void ShardedStrategy::release_full_parameters(torch::nn::Module& /*model*/, bool changed) {
+  for (auto& segment : segments_) {
+    if (changed) segment->take_full_values();
+    segment->release();
+  }
 }
 
 namespace {

@@ -54,7 +54,7 @@ class ShardedStrategy : public CollectiveStrategy {
   void optimizer_step(torch::optim::Optimizer& optimizer) override;
   void zero_grad(torch::nn::Module& model) override;
   void gather_full_parameters(torch::nn::Module& model) override;
-  void release_full_parameters(torch::nn::Module& model) override;
+  void release_full_parameters(torch::nn::Module& model, bool changed = false) override;
 
   /// Makes the parameters follow the masters after they were overwritten (a sharded checkpoint
   /// was loaded into them): the same update as after an optimizer step. Collective.

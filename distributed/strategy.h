@@ -41,9 +41,11 @@ class Strategy {
   /// parameters outside its wrapped units; collective).
   virtual void before_forward(torch::nn::Module& /*model*/) {}
   /// Makes every parameter of the model hold its full value until release_full_parameters
-  /// (ZeRO-3 all-gathers them; collective): around saving or consolidating weights.
+  /// (ZeRO-3 all-gathers them; collective): around saving, loading or consolidating weights.
   virtual void gather_full_parameters(torch::nn::Module& /*model*/) {}
-  virtual void release_full_parameters(torch::nn::Module& /*model*/) {}
+  /// Ends gather_full_parameters. `changed`: the full values were overwritten (weights loaded
+  /// into them), so the shards and the optimizer's master copies take them over.
+  virtual void release_full_parameters(torch::nn::Module& /*model*/, bool /*changed*/ = false) {}
   virtual void zero_grad(torch::nn::Module& model) = 0;
   /// Mean of a scalar over all processes (the logged training loss).
   virtual at::Tensor mean_across_processes(const at::Tensor& value) = 0;

@@ -114,6 +114,8 @@ TrainOutput Trainer::train() {
   const TrainingPlan plan = plan_training(*train_dataloader_);
   start_state(plan);
   create_optimizer_and_scheduler(plan.max_steps);
+  // A sharded strategy makes the optimizer step this rank's slices only.
+  strategy_->setup_optimizer(*optimizer_);
   write_training_args();
   log_training_banner(plan);
 

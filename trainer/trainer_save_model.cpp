@@ -11,9 +11,13 @@ namespace ctrainer {
 
 void Trainer::save_model(const std::optional<std::string>& output_dir) {
   const std::string dir = output_dir.value_or(args_.output_dir);
-  if (!process_.is_world_process_zero()) return;
-  logging::logger()->info("Saving model checkpoint to {}", dir);
-  save_pretrained(*model_, dir);
+  // ZeRO-3 holds shards: every rank takes part in gathering the full weights rank 0 writes.
+  strategy_->gather_full_parameters(*model_);
+  if (process_.is_world_process_zero()) {
+    logging::logger()->info("Saving model checkpoint to {}", dir);
+    save_pretrained(*model_, dir);
+  }
+  strategy_->release_full_parameters(*model_);
 }
 
 void Trainer::save_state() const {

@@ -5,6 +5,7 @@
 
 #include <torch/optim/optimizer.h>
 
+#include <ctrainer/distributed/sharded_strategy.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/model.h>
@@ -12,6 +13,7 @@
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
 #include <ctrainer/trainer/checkpoint/rng_state.h>
+#include <ctrainer/trainer/checkpoint/sharded_state.h>
 #include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/data/sampler.h>
@@ -60,6 +62,22 @@ std::string CheckpointManager::rng_file(int64_t rank) const {
                                   : "rng_state_" + std::to_string(rank) + ".json";
 }
 
+/// Keeps a model's full parameters gathered for one scope (ZeRO-3; a no-op otherwise).
+class FullParameters {
+ public:
+  FullParameters(Strategy& strategy, Model& model) : strategy_(strategy), model_(model) {
+    strategy_.gather_full_parameters(model_);
+  }
+  ~FullParameters() { strategy_.release_full_parameters(model_, changed_); }
+  /// The full values were overwritten: the shards take them over on release.
+  void mark_changed() { changed_ = true; }
+
+ private:
+  Strategy& strategy_;
+  Model& model_;
+  bool changed_ = false;
+};
+
 // ---- saving ------------------------------------------------------------------------------------
 
 fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerState& state,
@@ -74,6 +92,10 @@ fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerStat
     rng_json = rng_state_to_json(rng);
   }
   const bool distributed = strategy_.world_size() > 1;
+  // Rank 0 writes the full weights (model.safetensors stays an HF model folder); ZeRO-3 gathers
+  // them on every rank for that. Each rank's sharded optimizer state is its own file.
+  FullParameters full(strategy_, *parts.model);
+  const auto* sharded = dynamic_cast<const ShardedStrategy*>(&strategy_);
   // Several processes: the others stage their RNG files next to the checkpoint, then process 0
   // alone writes the shared files, moves the staged ones in and commits the folder (a shared
   // file system, as HF assumes). Barriers keep every process out of the folder until it is
@@ -84,6 +106,7 @@ fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerStat
     if (!args_.save_only_model) {
       fs::create_directories(staging);
       write_json_file(staging / rng_file(process_.rank), rng_json);
+      if (sharded) save_sharded_state(*sharded, *parts.optimizer, staging, process_.rank);
     }
     strategy_.barrier();  // staged
     strategy_.barrier();  // committed by process 0
@@ -114,9 +137,25 @@ void CheckpointManager::write_shared_files(const fs::path& dir, const Checkpoint
   // The weights as a loadable HF model folder: model.safetensors + config.json.
   save_pretrained(*parts.model, dir.string());
   if (!args_.save_only_model) {
-    OptimizerStateDict optimizer = optimizer_state_dict(*parts.optimizer);
-    save_safetensors((dir / kOptimizerTensors).string(), optimizer.tensors, {{"format", "pt"}});
-    write_json_file(dir / kOptimizerMeta, optimizer.meta);
+    if (const auto* sharded = dynamic_cast<const ShardedStrategy*>(&strategy_)) {
+      save_sharded_state(*sharded, *parts.optimizer, dir, process_.rank);
+      for (int64_t rank = 1; rank < process_.world_size; ++rank) {
+        for (const char* extension : {".safetensors", ".json"}) {
+          const fs::path name = fs::path(kShardedStateFolder) /
+                                ("rank_" + std::to_string(rank) + extension);
+          if (!fs::exists(staging / name))
+            throw std::runtime_error("rank " + std::to_string(rank) + " did not stage " +
+                                     (staging / name).string() +
+                                     "; every rank must see the same --output_dir (a shared "
+                                     "file system)");
+          fs::rename(staging / name, dir / name);
+        }
+      }
+    } else {
+      OptimizerStateDict optimizer = optimizer_state_dict(*parts.optimizer);
+      save_safetensors((dir / kOptimizerTensors).string(), optimizer.tensors, {{"format", "pt"}});
+      write_json_file(dir / kOptimizerMeta, optimizer.meta);
+    }
     write_json_file(dir / kSchedulerFile, parts.lr_scheduler->state_dict());
     if (parts.grad_scaler) write_json_file(dir / kScalerFile, parts.grad_scaler->state_dict());
     write_json_file(dir / rng_file(process_.rank), rng);
@@ -180,7 +219,9 @@ std::optional<fs::path> CheckpointManager::resume_checkpoint() const {
 LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointParts& parts,
                                          const LoopShape& shape, int64_t batches_per_epoch) const {
   const std::string folder = dir.string();
-  if (!fs::exists(dir / kLoopStateFile) || !fs::exists(dir / kOptimizerTensors))
+  const bool sharded_checkpoint = has_sharded_state(dir);
+  if (!fs::exists(dir / kLoopStateFile) ||
+      (!fs::exists(dir / kOptimizerTensors) && !sharded_checkpoint))
     throw ArgumentError("--resume_from_checkpoint " + folder +
                         ": this checkpoint holds only the model (save_only_model); it can "
                         "initialise a new run but training cannot resume from it");
@@ -188,11 +229,24 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
   loaded.loop = LoopState::from_json(read_checkpoint_json(dir / kLoopStateFile), folder);
   loaded.loop.require_same_shape(shape, folder);
 
-  load_weights(*parts.model, dir);
-  OptimizerStateDict optimizer;
-  optimizer.tensors = load_safetensors((dir / kOptimizerTensors).string()).tensors;
-  optimizer.meta = read_checkpoint_json(dir / kOptimizerMeta);
-  load_optimizer_state_dict(*parts.optimizer, optimizer);
+  auto* sharded = dynamic_cast<ShardedStrategy*>(&strategy_);
+  if (sharded_checkpoint != (sharded != nullptr))
+    throw ArgumentError(
+        "--resume_from_checkpoint " + folder + ": the checkpoint was written by a " +
+        (sharded_checkpoint ? "sharded (--fsdp / --deepspeed ZeRO)" : "DDP or one-process") +
+        " run and this run is " + (sharded ? "sharded" : "not") +
+        "; resume with the checkpoint's kind of run (the model.safetensors inside can "
+        "initialise any run as --model_name_or_path)");
+  if (sharded) {
+    // The masters carry the weights; any world size and stage can read them.
+    load_sharded_state(*sharded, *parts.optimizer, dir);
+  } else {
+    load_weights(*parts.model, dir);
+    OptimizerStateDict optimizer;
+    optimizer.tensors = load_safetensors((dir / kOptimizerTensors).string()).tensors;
+    optimizer.meta = read_checkpoint_json(dir / kOptimizerMeta);
+    load_optimizer_state_dict(*parts.optimizer, optimizer);
+  }
   parts.lr_scheduler->load_state_dict(read_checkpoint_json(dir / kSchedulerFile));
   // HF: the scaler state is loaded when this run scales the loss and the checkpoint has it.
   const bool has_scaler_state = fs::exists(dir / kScalerFile);
@@ -222,7 +276,16 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
 }
 
 void CheckpointManager::restore_rng(const fs::path& folder) const {
-  restore_rng_state(rng_state_from_json(read_checkpoint_json(folder / rng_file(process_.rank))));
+  const fs::path file = folder / rng_file(process_.rank);
+  if (!fs::exists(file) && process_.rank > 0) {
+    // Resumed by more processes than wrote it (a sharded checkpoint at another world size).
+    logging::logger()->warn(
+        "{} has no {}: this rank did not exist when it was written; its random streams start "
+        "from the seed",
+        folder.string(), file.filename().string());
+    return;
+  }
+  restore_rng_state(rng_state_from_json(read_checkpoint_json(file)));
 }
 
 bool CheckpointManager::load_best_model(const TrainerState& state, Model& model) const {
@@ -234,7 +297,9 @@ bool CheckpointManager::load_best_model(const TrainerState& state, Model& model)
   }
   logging::logger()->info("Loading best model from {} (score: {}).", best.string(),
                           state.best_metric ? std::to_string(*state.best_metric) : "?");
+  FullParameters full(strategy_, model);
   load_weights(model, best);
+  full.mark_changed();
   return true;
 }
 

@@ -1,5 +1,7 @@
 #include <ctrainer/trainer/checkpoint/loop_state.h>
 
+#include <ctrainer/trainer/logging.h>
+
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -54,9 +56,21 @@ void LoopState::require_same_shape(const LoopShape& now, const std::string& fold
                           "; resume with the same value (the data order and the optimizer steps "
                           "depend on it)");
   };
-  expect_same(shape.world_size, now.world_size, "world size");
-  expect_same(shape.per_device_train_batch_size, now.per_device_train_batch_size,
-              "--per_device_train_batch_size");
+  // Another world size is fine when every step still sees the same global batch (a sharded
+  // checkpoint re-cuts its state for any world size): the samplers then hand out the same
+  // examples per optimizer step, only split differently between the ranks.
+  const int64_t saved_batch = shape.world_size * shape.per_device_train_batch_size;
+  const int64_t batch = now.world_size * now.per_device_train_batch_size;
+  if (shape.world_size != now.world_size && saved_batch == batch) {
+    logging::logger()->info(
+        "{}: written by {} processes x {} examples, resumed by {} x {}: the same global batch",
+        folder, shape.world_size, shape.per_device_train_batch_size, now.world_size,
+        now.per_device_train_batch_size);
+  } else {
+    expect_same(shape.world_size, now.world_size, "world size");
+    expect_same(shape.per_device_train_batch_size, now.per_device_train_batch_size,
+                "--per_device_train_batch_size");
+  }
   expect_same(shape.gradient_accumulation_steps, now.gradient_accumulation_steps,
               "--gradient_accumulation_steps");
   expect_same(shape.train_dataset_size, now.train_dataset_size, "a train dataset of size");
