@@ -1,6 +1,7 @@
 #include <ctrainer/trainer/core/json_config.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,28 @@ std::string parser_reason(const std::string& what) {
       reason.rfind("parse error", 0) == 0 && colon != std::string::npos)
     reason = reason.substr(colon + 2);
   return reason;
+}
+
+/// parse_error::byte is where the parser stopped: the last byte of the offending token. Editors
+/// should jump to the token's first byte, so step back over a string literal or a bare word.
+size_t token_start(const std::string& text, size_t byte) {
+  if (byte == 0 || byte > text.size()) return byte;
+  size_t i = byte - 1;  // 0-based index of the last byte read
+  const auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-';
+  };
+  if (text[i] == '"') {
+    for (size_t j = i; j-- > 0;) {
+      if (text[j] != '"') continue;
+      size_t backslashes = 0;
+      while (j > backslashes && text[j - 1 - backslashes] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) return j + 1;
+    }
+    return byte;
+  }
+  if (!word(text[i])) return byte;
+  while (i > 0 && word(text[i - 1])) --i;
+  return i + 1;
 }
 
 }  // namespace
@@ -45,7 +68,7 @@ nlohmann::json parse_json_config(const std::string& text, const std::string& sou
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    const TextPosition at = text_position(text, e.byte);
+    const TextPosition at = text_position(text, token_start(text, e.byte));
     throw ArgumentError("--" + flag + " " + source + ":" + std::to_string(at.line) + ":" +
                         std::to_string(at.column) + ": invalid JSON: " + parser_reason(e.what()));
   }

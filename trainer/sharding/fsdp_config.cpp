@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -240,9 +241,11 @@ class FsdpParser {
            "must be one of " + join(kWrapPolicies) + ", got \"" + policy + "\"");
     const json classes = config_.value("transformer_layer_cls_to_wrap", json());
     const json min_params = config_.value("min_num_params", json(0));
-    if (!min_params.is_number_integer() || min_params.get<int64_t>() < 0)
+    // An integral float (1e6) is fine: transformers only compares it with 0.
+    if (!min_params.is_number() || min_params.is_boolean() || min_params.get<double>() < 0 ||
+        min_params.get<double>() != std::floor(min_params.get<double>()))
       fail("min_num_params", "must be an integer >= 0, got " + min_params.dump());
-    const int64_t min_num_params = min_params.get<int64_t>();
+    const auto min_num_params = static_cast<int64_t>(min_params.get<double>());
     if (!classes.is_null() && min_num_params > 0)
       fail("min_num_params",
            "and transformer_layer_cls_to_wrap are mutually exclusive; keep one "
