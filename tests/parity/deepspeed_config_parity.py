@@ -3,11 +3,12 @@ mismatches exactly as transformers' HfTrainerDeepSpeedConfig (trainer_config_pro
 trainer_config_finalize) does, for HF's guide configs and several argument combinations.
 
 transformers will not build an HfTrainerDeepSpeedConfig unless the deepspeed package is
-installed (it only checks its version). The real package (tests/parity/requirements-deepspeed.txt)
-is installed once into <build>/python-deepspeed with --no-deps (no CUDA ops are built) and put on
-sys.path; the shared environment is left alone.
+installed (it only checks its version). When the tests' environment lacks it, the real package
+(tests/parity/requirements-deepspeed.txt) is installed once into <build>/python-deepspeed with
+--no-deps (no CUDA ops are built) and put on sys.path; the shared environment is left alone.
 """
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -23,6 +24,8 @@ DATA = os.path.join(SOURCE_DIR, "tests", "data", "deepspeed")
 
 
 def ensure_deepspeed():
+    if importlib.util.find_spec("deepspeed") is not None:
+        return  # the tests' environment has it (scripts/requirements-test.txt)
     stamp = os.path.join(DS_TARGET, ".requirements")
     wanted = open(REQUIREMENTS).read()
     if not (os.path.exists(stamp) and open(stamp).read() == wanted):
