@@ -70,7 +70,15 @@ void require_same_on_every_rank(Strategy& strategy, const std::string& what,
 }
 
 TrainingStrategy create_training_strategy(const TrainingArguments& args, const ProcessInfo& process,
-                                          const c10::Device& device, const Model& model) {
+                                          const c10::Device& device, const Model& model,
+                                          const ShardingOptions& sharding) {
+  // TODO(sharded strategy): construct it here from `sharding` (after the process group below).
+  // Until then nothing may pretend to shard.
+  if (sharding.stage != ShardingStage::kNone)
+    throw NotSupportedYet("fsdp / --deepspeed",
+                          "sharded strategy: " + describe(sharding.stage) +
+                              " has not landed; --fsdp no_shard or zero_optimization.stage 0 "
+                              "train with DDP");
   TrainingStrategy out;
   if (!process.is_distributed()) {
     out.strategy = std::make_unique<SingleDeviceStrategy>();

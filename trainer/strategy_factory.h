@@ -9,6 +9,7 @@
 
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
+#include <ctrainer/distributed/sharding_options.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/model.h>
 #include <ctrainer/trainer/training_args.h>
@@ -27,9 +28,11 @@ struct TrainingStrategy {
 /// the same model (names, shapes and dtypes of parameters and buffers; ArgumentError naming the
 /// first difference otherwise), and returns a DDPStrategy with --ddp_bucket_cap_mb and
 /// --ddp_find_unused_parameters. Otherwise a SingleDeviceStrategy. Strategy::setup is left to
-/// the caller.
+/// the caller. `sharding` is what --fsdp / --deepspeed resolved to (resolve_sharding): a stage
+/// above kNone throws NotSupportedYet("sharded strategy") until the sharded strategy lands.
 TrainingStrategy create_training_strategy(const TrainingArguments& args, const ProcessInfo& process,
-                                          const c10::Device& device, const Model& model);
+                                          const c10::Device& device, const Model& model,
+                                          const ShardingOptions& sharding = {});
 
 /// Throws ArgumentError when a rank's `lines` differ from rank 0's: "<what> differs between
 /// ranks: rank 0 has <line> but rank R has <line>; <fix>". Collective (every rank must call it

@@ -51,7 +51,13 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
     set_seed(args_.seed);
 
   device_ = select_device(args_, process_.local_rank);
-  precision_ = components_.precision ? components_.precision : Precision::from_args(args_, device_);
+  // Before precision, gradient checkpointing and the strategy: a DeepSpeed config decides
+  // fp16/bf16, loss scaling and clipping, fsdp_config activation_checkpointing recomputation.
+  sharding_ = resolve_sharding(args_, process_, *model_);
+  const std::optional<GradScalerOptions> ds_loss_scaling =
+      sharding_.deepspeed_settings ? sharding_.deepspeed_settings->loss_scaling : std::nullopt;
+  precision_ = components_.precision ? components_.precision
+                                     : Precision::from_args(args_, device_, ds_loss_scaling);
   if (precision_->device_type() != device_.type())
     throw ArgumentError("TrainerComponents::precision was made for " +
                         c10::DeviceTypeName(precision_->device_type(), true) +
@@ -63,7 +69,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   // One process: SingleDeviceStrategy. Several: the process group is joined here (collective),
   // every rank's arguments and model are checked against rank 0's, and DDPStrategy::setup
   // broadcasts rank 0's weights.
-  TrainingStrategy training = create_training_strategy(args_, process_, device_, *model_);
+  TrainingStrategy training =
+      create_training_strategy(args_, process_, device_, *model_, sharding_.options);
   process_group_ = std::move(training.group);
   strategy_ = std::move(training.strategy);
   strategy_->setup(*model_, device_);
@@ -113,6 +120,9 @@ TrainOutput Trainer::train() {
   train_dataloader_ = get_train_dataloader();
   const TrainingPlan plan = plan_training(*train_dataloader_);
   start_state(plan);
+  // transformers' trainer_config_finalize: the schedule's "auto" values, then one error listing
+  // every value of the DeepSpeed config that disagrees with the arguments.
+  finalize_sharding(sharding_, args_, *model_, plan.max_steps);
   create_optimizer_and_scheduler(plan.max_steps);
   // A sharded strategy makes the optimizer step this rank's slices only.
   strategy_->setup_optimizer(*optimizer_);

@@ -24,6 +24,7 @@
 #include <ctrainer/trainer/data/data_loader.h>
 #include <ctrainer/trainer/data/dataset.h>
 #include <ctrainer/trainer/precision/precision.h>
+#include <ctrainer/trainer/sharding/sharding_config.h>
 #include <ctrainer/trainer/trainer_state.h>
 #include <ctrainer/trainer/training_args.h>
 
@@ -173,6 +174,9 @@ class Trainer {
   const ProcessInfo& process() const { return process_; }
   /// Autocast dtype, loss scaler and full-evaluation dtype of this run.
   Precision& precision() { return *precision_; }
+  /// The sharding the run asked for (--fsdp / --deepspeed), resolved when the Trainer was built;
+  /// its DeepSpeed config is finalized when train() starts.
+  const ShardingSetup& sharding() const { return sharding_; }
 
  protected:
   /// Backward through the strategy (use it from an overridden training_step).
@@ -249,6 +253,7 @@ class Trainer {
   TrainingArguments args_;
   TrainerComponents components_;
   ProcessInfo process_;
+  ShardingSetup sharding_;
   c10::Device device_{c10::kCPU};
   /// The process group of a multi-process run (null for one process); declared before the
   /// strategy that uses it, so it is destroyed after it.

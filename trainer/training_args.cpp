@@ -10,6 +10,7 @@
 
 #include <ctrainer/trainer/argument_parser.h>
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/sharding/sharding_config.h>
 
 namespace ctrainer {
 namespace {
@@ -19,9 +20,6 @@ namespace {
 const std::vector<std::string> kIntegrationsLater = {
     "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive", "flyte",
     "mlflow",   "neptune", "swanlab",    "tensorboard", "trackio", "wandb"};
-const std::vector<std::string> kFsdpOptions = {
-    "full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2",
-    "offload",    "auto_wrap",     "no_shard"};
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
@@ -124,15 +122,6 @@ void TrainingArguments::validate() {
       throw ArgumentError("--report_to: unknown integration '" + target +
                           "'; use none or all (integrations known to transformers: " +
                           join(kIntegrationsLater) + ")");
-    }
-  }
-  {
-    std::istringstream words(fsdp);
-    for (std::string option; words >> option;) {
-      if (!contains(kFsdpOptions, option)) {
-        throw ArgumentError("--fsdp: unknown option '" + option + "'; options are " +
-                            join(kFsdpOptions));
-      }
     }
   }
 
@@ -255,7 +244,11 @@ void TrainingArguments::validate() {
     }
   }
 
-  // ---- 5. features that have not landed yet ----
+  // ---- 5. sharding: --fsdp / --fsdp_config / --deepspeed read and checked now, so that a bad
+  // file fails before any training (trainer/sharding/sharding_config.h) ----
+  check_sharding_arguments(*this);
+
+  // ---- 6. features that have not landed yet ----
   // One line per feature, after the checks above so that a bad value still gets its specific
   // message. Delete a line when its feature lands.
   // Values of a closed set that transformers knows and ctrainer lacks (ChoiceTable::kLater) are
@@ -264,9 +257,6 @@ void TrainingArguments::validate() {
     throw NotSupportedYet("half_precision_backend apex",
                           "NVIDIA apex is a Python extension; auto uses native autocast");
   }
-  if (!fsdp.empty()) throw NotSupportedYet("fsdp", "FSDP has not landed");
-  if (fsdp_config) throw NotSupportedYet("fsdp_config", "FSDP has not landed");
-  if (deepspeed) throw NotSupportedYet("deepspeed", "DeepSpeed is not planned yet");
   for (const std::string& target : report_to) {
     if (target != "none" && target != "all") {
       throw NotSupportedYet("report_to " + target,

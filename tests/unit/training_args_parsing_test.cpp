@@ -430,8 +430,8 @@ TEST(ArgumentParserDeathTest, ParseArgsOrExit) {
     std::exit(7);  // reached only when parsing succeeded
   };
   EXPECT_EXIT(run({"--bogus"}), ::testing::ExitedWithCode(2), "error: unknown flag --bogus");
-  EXPECT_EXIT(run({"--fsdp", "full_shard"}), ::testing::ExitedWithCode(2),
-              "error: not supported yet: --fsdp");
+  EXPECT_EXIT(run({"--half_precision_backend", "apex"}), ::testing::ExitedWithCode(2),
+              "error: not supported yet: --half_precision_backend apex");
   EXPECT_EXIT(run({"--help"}), ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(run({"--seed", "3"}), ::testing::ExitedWithCode(7), "");
 }

@@ -247,9 +247,6 @@ TEST(TrainingArgumentsTest, ValidateChecksStructsFilledInCode) {
 TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--half_precision_backend", "apex"}, "not supported yet: --half_precision_backend apex"},
-      {{"--fsdp", "full_shard auto_wrap"}, "not supported yet: --fsdp"},
-      {{"--fsdp_config", "fsdp.json"}, "not supported yet: --fsdp_config"},
-      {{"--deepspeed", "ds.json"}, "not supported yet: --deepspeed"},
       {{"--optim", "adafactor"},
        "not supported yet: --optim adafactor (available: adamw_torch, adamw_hf, sgd)"},
       {{"--optim", "adamw_torch_fused"}, "not supported yet: --optim adamw_torch_fused"},

@@ -165,7 +165,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "code 143 (SIGTERM) or 130 (SIGINT); a second SIGINT aborts at once.");
 
   t.group("device and precision");
-  t.add(&TA::use_cpu, "use_cpu", "Train on the CPU even when an accelerator is available. Unset: a GPU when one is "
+  t.add(&TA::use_cpu, "use_cpu",
+        "Train on the CPU even when an accelerator is available. Unset: a GPU when one is "
         "visible, else the CPU; false, given explicitly: a GPU is required.")
       .aliases = {"no_cuda"};
   t.add(&TA::fp16, "fp16", "float16 mixed-precision training.");
@@ -199,10 +200,15 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::ddp_bucket_cap_mb, "ddp_bucket_cap_mb",
         "Gradient bucket size of DistributedDataParallel, in MiB (multi-process runs only).");
   t.add(&TA::fsdp, "fsdp",
-        "Fully sharded data parallel options, space separated (full_shard, shard_grad_op, "
-        "hybrid_shard, hybrid_shard_zero2, offload, auto_wrap, no_shard).");
-  t.add(&TA::fsdp_config, "fsdp_config", "Path of an FSDP JSON config file.");
-  t.add(&TA::deepspeed, "deepspeed", "Path of a DeepSpeed JSON config file.");
+        "Fully sharded data parallel: true (configured by --fsdp_config), or transformers' "
+        "older option words, space separated (full_shard, shard_grad_op, hybrid_shard, "
+        "hybrid_shard_zero2, no_shard, offload, auto_wrap). See docs/sharding.md.");
+  t.add(&TA::fsdp_config, "fsdp_config",
+        "Path of an FSDP JSON config file (transformers' fsdp_config keys, with or without the "
+        "fsdp_ prefix).");
+  t.add(&TA::deepspeed, "deepspeed",
+        "Path of a DeepSpeed JSON config file; \"auto\" values are filled from the arguments "
+        "as transformers does. See docs/sharding.md.");
 
   return t.finish();
 }

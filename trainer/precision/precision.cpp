@@ -61,8 +61,9 @@ Precision::Precision(PrecisionOptions options, const c10::Device& device)
   if (options_.loss_scaling) scaler_ = std::make_unique<GradScaler>(*options_.loss_scaling, device);
 }
 
-std::shared_ptr<Precision> Precision::from_args(const TrainingArguments& args,
-                                                const c10::Device& device) {
+std::shared_ptr<Precision> Precision::from_args(
+    const TrainingArguments& args, const c10::Device& device,
+    const std::optional<GradScalerOptions>& fp16_loss_scaling) {
   if (args.half_precision_backend == HalfPrecisionBackend::kCpuAmp && !device.is_cpu())
     throw ArgumentError("--half_precision_backend cpu_amp: this run is on " + device.str() +
                         ", not the CPU; use --half_precision_backend auto");
@@ -70,7 +71,7 @@ std::shared_ptr<Precision> Precision::from_args(const TrainingArguments& args,
   if (args.fp16) {
     options.mixed = MixedPrecision::kFp16;
     // HF creates torch's GradScaler with its defaults for fp16 (accelerate does the same).
-    options.loss_scaling = GradScalerOptions{};
+    options.loss_scaling = fp16_loss_scaling.value_or(GradScalerOptions{});
   } else if (args.bf16) {
     options.mixed = MixedPrecision::kBf16;  // bfloat16 has fp32's range: no loss scaling
   }

@@ -47,9 +47,11 @@ class Precision {
   Precision(PrecisionOptions options, const c10::Device& device);
   /// HF's choice: --fp16 → float16 autocast + GradScaler(2^16, 2, 0.5, 2000); --bf16 →
   /// bfloat16 autocast without loss scaling; --fp16_full_eval / --bf16_full_eval. Also checks
-  /// --half_precision_backend (auto, or cpu_amp on a CPU).
-  static std::shared_ptr<Precision> from_args(const TrainingArguments& args,
-                                              const c10::Device& device);
+  /// --half_precision_backend (auto, or cpu_amp on a CPU). `fp16_loss_scaling` replaces the
+  /// GradScaler defaults for --fp16 (a DeepSpeed config's fp16 section).
+  static std::shared_ptr<Precision> from_args(
+      const TrainingArguments& args, const c10::Device& device,
+      const std::optional<GradScalerOptions>& fp16_loss_scaling = std::nullopt);
 
   MixedPrecision mixed() const { return options_.mixed; }
   /// The dtype of an AutocastScope around forward+loss; none in fp32.

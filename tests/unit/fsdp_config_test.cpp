@@ -1,0 +1,210 @@
+// --fsdp / --fsdp_config (trainer/sharding/fsdp_config.h) and the sharding glue
+// (trainer/sharding/sharding_config.h): transformers 5.24's readings, contradictions, refusals.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <ctrainer/trainer/sharding/sharding_config.h>
+
+#include "support/expect_error.h"
+
+namespace ctrainer {
+namespace {
+using json = nlohmann::json;
+using testing::expect_error;
+
+const std::filesystem::path kData = std::filesystem::path(CTRAINER_TEST_DATA_DIR) / "deepspeed";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ctrainer_fsdp_test_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(Fsdp, LegacyWordsMapToShardingStages) {
+  EXPECT_EQ(parse_fsdp("full_shard", json::object()).options.stage, ShardingStage::kParameters);
+  EXPECT_EQ(parse_fsdp("shard_grad_op", json::object()).options.stage, ShardingStage::kGradients);
+  EXPECT_EQ(parse_fsdp("true", json::object()).options.stage, ShardingStage::kParameters);
+  const json v1{{"version", 1}};
+  EXPECT_EQ(parse_fsdp("no_shard", v1).options.stage, ShardingStage::kNone);
+  const FsdpSetup hybrid = parse_fsdp("hybrid_shard auto_wrap", v1);
+  EXPECT_EQ(hybrid.options.stage, ShardingStage::kParameters);
+  EXPECT_TRUE(hybrid.options.hybrid);
+  const FsdpSetup hybrid2 = parse_fsdp("hybrid_shard_zero2", v1);
+  EXPECT_EQ(hybrid2.options.stage, ShardingStage::kGradients);
+  EXPECT_TRUE(hybrid2.options.hybrid);
+  EXPECT_FALSE(parse_fsdp("full_shard", json::object()).options.hybrid);
+}
+
+TEST(Fsdp, OffloadMovesOptimizerAndParameters) {
+  const FsdpSetup s = parse_fsdp("full_shard offload auto_wrap", json::object());
+  EXPECT_TRUE(s.options.offload_optimizer);
+  EXPECT_TRUE(s.options.offload_params);
+  EXPECT_FALSE(parse_fsdp("full_shard", json::object()).options.offload_optimizer);
+  EXPECT_TRUE(parse_fsdp("true", json{{"cpu_offload", true}}).options.offload_params);
+}
+
+TEST(Fsdp, FsdpOneOnlyStrategiesNeedVersionOne) {
+  expect_error([] { parse_fsdp("hybrid_shard", json::object()); },
+               {"--fsdp hybrid_shard", "only available with FSDP1", "\"version\": 1"});
+  expect_error([] { parse_fsdp("no_shard", json::object()); }, {"only available with FSDP1"});
+}
+
+TEST(Fsdp, ContradictionsAreRefused) {
+  expect_error(
+      [] {
+        parse_fsdp("full_shard no_shard", json{{"version", 1}});
+      },
+      {"--fsdp full_shard contradicts --fsdp no_shard"});
+  expect_error(
+      [] {
+        parse_fsdp("full_shard", json{{"reshard_after_forward", false}});
+      },
+      {"--fsdp full_shard contradicts", "reshard_after_forward"});
+  expect_error(
+      [] {
+        parse_fsdp("true",
+                   json{{"min_num_params", 1000}, {"transformer_layer_cls_to_wrap", "BertLayer"}});
+      },
+      {"min_num_params", "mutually exclusive"});
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"min_num_params", 1000}});
+      },
+      {"min_num_params", "SIZE_BASED_WRAP"});
+  expect_error([] { parse_fsdp("shard_everything", json::object()); },
+               {"--fsdp: unknown option 'shard_everything'"});
+}
+
+TEST(Fsdp, KeysAreNormalisedLikeTransformers) {
+  const FsdpSetup s = parse_fsdp("true", json{{"fsdp_transformer_layer_cls_to_wrap", "BertLayer"},
+                                              {"fsdp_backward_prefetch", "backward_post"},
+                                              {"forward_prefetch", "true"},
+                                              {"limit_all_gathers", false},
+                                              {"fsdp_state_dict_type", "SHARDED_STATE_DICT"},
+                                              {"use_orig_params", true},
+                                              {"fsdp_activation_checkpointing", true}});
+  EXPECT_EQ(s.options.wrap_layer_classes, std::vector<std::string>{"BertLayer"});
+  EXPECT_EQ(s.config["transformer_layer_cls_to_wrap"], "BertLayer");
+  EXPECT_EQ(s.config["min_num_params"], 0);
+  EXPECT_EQ(s.options.backward_prefetch, BackwardPrefetch::kBackwardPost);
+  EXPECT_TRUE(s.options.forward_prefetch);
+  EXPECT_FALSE(s.options.limit_all_gathers);
+  EXPECT_EQ(s.options.state_dict_type, ShardedStateDictType::kSharded);
+  EXPECT_TRUE(s.activation_checkpointing);
+  // transformers' default state_dict_type is FULL_STATE_DICT.
+  EXPECT_EQ(parse_fsdp("true", json::object()).options.state_dict_type,
+            ShardedStateDictType::kFull);
+  const FsdpSetup sized =
+      parse_fsdp("true", json{{"auto_wrap_policy", "SIZE_BASED_WRAP"}, {"min_num_params", 1e6}});
+  EXPECT_EQ(sized.options.wrap_min_num_params, 1'000'000);
+  const FsdpSetup listed = parse_fsdp("true", json{{"transformer_layer_cls_to_wrap", {"A", "B"}}});
+  EXPECT_EQ(listed.options.wrap_layer_classes, (std::vector<std::string>{"A", "B"}));
+}
+
+TEST(Fsdp, UnknownAndUnsupportedKeysAreNamed) {
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"fsdp_min_num_param", 10}});
+      },
+      {"min_num_param is not an fsdp_config key", "min_num_params"});
+  expect_error([] { parse_fsdp("true", json{{"xla", true}}); }, {"xla", "XLA"});
+  EXPECT_NO_THROW(parse_fsdp("true", json{{"xla", false}}));
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"state_dict_type", "LOCAL_STATE_DICT"}});
+      },
+      {"LOCAL_STATE_DICT"});
+  expect_error([] { parse_fsdp("true", json{{"version", 3}}); }, {"version", "1 (FSDP1)"});
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"min_num_params", 1}, {"fsdp_min_num_params", 1}});
+      },
+      {"given twice"});
+}
+
+TEST(Fsdp, ConfigFileErrors) {
+  const std::string bad = write_temp("bad.json", "{\n  \"version\": 2,\n  \"xla\" false\n}\n");
+  expect_error([&] { read_fsdp_config(bad); }, {"--fsdp_config", "bad.json:3:9: invalid JSON"});
+  expect_error([] { read_fsdp_config("{\"version\": 2}"); }, {"path of a JSON file"});
+}
+
+TEST(ShardingArguments, ValidateRefusesWhatTransformersRefuses) {
+  TrainingArguments args;
+  args.fsdp = "full_shard";
+  args.deepspeed = (kData / "ds_config_zero2.json").string();
+  expect_error([&] { args.validate(); },
+               {"Using --fsdp xxx together with --deepspeed is not possible"});
+
+  TrainingArguments config_only;
+  config_only.fsdp_config = write_temp("ok.json", "{}");
+  expect_error([&] { config_only.validate(); }, {"--fsdp_config", "only read with --fsdp"});
+
+  TrainingArguments broken;
+  broken.deepspeed = (kData / "malformed.json").string();
+  expect_error([&] { broken.validate(); }, {"malformed.json:5:9"});
+
+  TrainingArguments fine;
+  fine.deepspeed = (kData / "ds_config_zero3.json").string();
+  EXPECT_NO_THROW(fine.validate());
+  TrainingArguments fsdp;
+  fsdp.fsdp = "full_shard offload";
+  EXPECT_NO_THROW(fsdp.validate());
+}
+
+struct TinyModel : Model {
+  ModelOutput forward(const Batch&) override { return {}; }
+  std::optional<json> config() const override { return json{{"hidden_size", 64}}; }
+};
+
+TEST(ShardingSetup, DeepSpeedResolvesOptionsAndArguments) {
+  TrainingArguments args;
+  args.deepspeed = (kData / "ds_config_zero3.json").string();
+  args.max_grad_norm = 0.7;
+  ProcessInfo process;
+  process.world_size = 2;
+  TinyModel model;
+  ShardingSetup setup = resolve_sharding(args, process, model);
+  EXPECT_EQ(setup.options.stage, ShardingStage::kParameters);
+  EXPECT_TRUE(setup.options.offload_optimizer && setup.options.offload_params);
+  EXPECT_EQ(setup.options.reduce_bucket_elements, 64 * 64);
+  EXPECT_EQ(setup.options.param_persistence_threshold, 640);
+  EXPECT_TRUE(setup.options.gather_16bit_weights_on_model_save);
+  ASSERT_TRUE(setup.deepspeed_settings);
+  EXPECT_EQ(setup.deepspeed_settings->max_grad_norm, 0.7);  // gradient_clipping "auto"
+  EXPECT_EQ(setup.deepspeed->config()["train_batch_size"], 16);
+  finalize_sharding(setup, args, model, 30);
+  EXPECT_EQ(setup.deepspeed->config()["scheduler"]["params"]["warmup_num_steps"], 1);
+
+  TrainingArguments fp16_args;
+  fp16_args.deepspeed = (kData / "fp16_static.json").string();
+  fp16_args.fp16_full_eval = true;  // transformers: fp16.enabled follows fp16|fp16_full_eval
+  ShardingSetup fp16 = resolve_sharding(fp16_args, process, model);
+  EXPECT_TRUE(fp16_args.fp16);
+  ASSERT_TRUE(fp16.deepspeed_settings->loss_scaling);
+  EXPECT_EQ(fp16.deepspeed_settings->loss_scaling->policy, GradScalerOptions::Policy::kDeepSpeed);
+  EXPECT_EQ(fp16.deepspeed_settings->loss_scaling->loss_scale, 128);
+  EXPECT_EQ(fp16_args.max_grad_norm, 0.0);  // no gradient_clipping: DeepSpeed clips nothing
+}
+
+TEST(ShardingSetup, FsdpNeedsSeveralProcessesAndTurnsOnCheckpointing) {
+  TinyModel model;
+  TrainingArguments args;
+  args.fsdp = "full_shard";
+  expect_error([&] { resolve_sharding(args, ProcessInfo{}, model); },
+               {"only works in distributed training"});
+  ProcessInfo two;
+  two.world_size = 2;
+  args.fsdp_config = write_temp("ckpt.json", R"({"fsdp_activation_checkpointing": true})");
+  const ShardingSetup setup = resolve_sharding(args, two, model);
+  EXPECT_EQ(setup.options.stage, ShardingStage::kParameters);
+  EXPECT_TRUE(args.gradient_checkpointing);
+  TrainingArguments none;
+  EXPECT_FALSE(resolve_sharding(none, two, model).enabled());
+}
+
+}  // namespace
+}  // namespace ctrainer
