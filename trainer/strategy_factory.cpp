@@ -5,6 +5,7 @@
 #include <string>
 
 #include <ctrainer/distributed/ddp_strategy.h>
+#include <ctrainer/distributed/sharded_strategy.h>
 #include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/logging.h>
 
@@ -72,15 +73,9 @@ void require_same_on_every_rank(Strategy& strategy, const std::string& what,
 TrainingStrategy create_training_strategy(const TrainingArguments& args, const ProcessInfo& process,
                                           const c10::Device& device, const Model& model,
                                           const ShardingOptions& sharding) {
-  // TODO(sharded strategy): construct it here from `sharding` (after the process group below).
-  // Until then nothing may pretend to shard.
-  if (sharding.stage != ShardingStage::kNone)
-    throw NotSupportedYet("fsdp / --deepspeed",
-                          "sharded strategy: " + describe(sharding.stage) +
-                              " has not landed; --fsdp no_shard or zero_optimization.stage 0 "
-                              "train with DDP");
   TrainingStrategy out;
-  if (!process.is_distributed()) {
+  const bool sharded = sharding.stage != ShardingStage::kNone;
+  if (!process.is_distributed() && !sharded) {
     out.strategy = std::make_unique<SingleDeviceStrategy>();
     return out;
   }
@@ -93,7 +88,28 @@ TrainingStrategy create_training_strategy(const TrainingArguments& args, const P
   logging::logger()->info("rank {} of {} ({}): joining the {} process group at {}:{}", process.rank,
                           process.world_size, to_string(process.launched_by), group_options.backend,
                           process.rendezvous_address(), process.master_port);
-  out.group = std::make_unique<ProcessGroup>(process, group_options);
+  if (process.is_distributed()) {
+    out.group = std::make_unique<ProcessGroup>(process, group_options);
+  } else {
+    // DeepSpeed on one process (offload, or a first test of a config) still shards over a
+    // process group, of one rank; its store listens on a port the system picks.
+    ProcessInfo alone = process;
+    if (!alone.master_addr) alone.master_addr = "127.0.0.1";
+    alone.master_port = 0;
+    out.group = std::make_unique<ProcessGroup>(alone, group_options);
+  }
+
+  if (sharded) {
+    logging::logger()->info("sharded training: {}{}{}", describe(sharding.stage),
+                            sharding.offload_optimizer ? ", optimizer offloaded to the CPU" : "",
+                            sharding.offload_params ? ", parameters offloaded to the CPU" : "");
+    out.strategy = std::make_unique<ShardedStrategy>(*out.group, sharding);
+    require_same_on_every_rank(*out.strategy, "the command line", argument_lines(args),
+                               "start every rank with the same arguments");
+    require_same_on_every_rank(*out.strategy, "the model", model_lines(model),
+                               "every rank must build the same model before creating the Trainer");
+    return out;
+  }
 
   DDPOptions ddp;
   if (args.ddp_bucket_cap_mb) ddp.bucket_cap_mb = static_cast<double>(*args.ddp_bucket_cap_mb);

@@ -9,6 +9,8 @@
 #include <ctrainer/trainer/data/distributed_sampler.h>
 #include <ctrainer/trainer/data/train_sampler.h>
 #include <ctrainer/trainer/label_smoother.h>
+#include <ctrainer/trainer/optim/deepspeed_optimizers.h>
+#include <ctrainer/trainer/optim/deepspeed_schedulers.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 #include <ctrainer/trainer/precision/autocast_scope.h>
@@ -91,23 +93,13 @@ std::shared_ptr<LRScheduler> Trainer::create_scheduler(
 void Trainer::create_optimizer_and_scheduler(int64_t num_training_steps) {
   // transformers lets a DeepSpeed config's optimizer and scheduler sections replace --optim and
   // --lr_scheduler_type in every combination (deepspeed_optim_sched).
-  // TODO(ds-sched): when trainer/optim/deepspeed_optim.h lands, create the config's optimizer
-  // with create_deepspeed_optimizer(section.type, section.params, *model_) and its scheduler
-  // with create_deepspeed_scheduler(section.type, section.params, optimizer_) here, each only
-  // when its section is present (the other one comes from the arguments as below).
-  if (const auto& ds = sharding_.deepspeed_settings) {
-    if (ds->optimizer)
-      throw NotSupportedYet("deepspeed",
-                            "the config's optimizer section (" + ds->optimizer->type +
-                                ") needs create_deepspeed_optimizer, which has not landed; remove "
-                                "the section to use --optim");
-    if (ds->scheduler)
-      throw NotSupportedYet("deepspeed",
-                            "the config's scheduler section (" + ds->scheduler->type +
-                                ") needs create_deepspeed_scheduler, which has not landed; remove "
-                                "the section to use --lr_scheduler_type");
-  }
+  const auto& ds = sharding_.deepspeed_settings;
+  if (ds && ds->optimizer && !optimizer_ && !components_.optimizer)
+    optimizer_ = create_deepspeed_optimizer(ds->optimizer->type, ds->optimizer->params, *model_);
   create_optimizer();
+  if (ds && ds->scheduler && !lr_scheduler_ && !components_.lr_scheduler)
+    lr_scheduler_ =
+        create_deepspeed_scheduler(ds->scheduler->type, ds->scheduler->params, optimizer_);
   create_scheduler(num_training_steps, optimizer_);
 }
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/glue_files.h"
 #include "support/process.h"
 
 namespace {
@@ -28,29 +29,9 @@ Result run(const std::string& args) {
   return ctrainer::testing::run_shell(std::string(CTRAINER_RUN_GLUE_BINARY) + " " + args);
 }
 
-std::vector<std::string> read_lines(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
-/// The first `rows` records of a GLUE file (plus its header line when it has one); returns the
-/// number of records written (WNLI's dev and test have fewer than 200).
-int write_slice(const fs::path& from, const fs::path& to, int rows, bool has_header) {
-  std::ifstream in(from, std::ios::binary);
-  std::ofstream out(to, std::ios::binary);
-  std::string line;
-  int lines = 0;
-  for (; lines < rows + (has_header ? 1 : 0) && std::getline(in, line); ++lines)
-    out << line << '\n';
-  return lines - (has_header ? 1 : 0);
-}
+using ctrainer::testing::read_json;
+using ctrainer::testing::read_lines;
+using ctrainer::testing::write_slice;
 
 struct TaskCase {
   std::string task;

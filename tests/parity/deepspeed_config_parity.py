@@ -3,9 +3,8 @@ mismatches exactly as transformers' HfTrainerDeepSpeedConfig (trainer_config_pro
 trainer_config_finalize) does, for HF's guide configs and several argument combinations.
 
 transformers will not build an HfTrainerDeepSpeedConfig unless the deepspeed package is
-installed (it only checks its version). When the tests' environment lacks it, the real package
-(tests/parity/requirements-deepspeed.txt) is installed once into <build>/python-deepspeed with
---no-deps (no CUDA ops are built) and put on sys.path; the shared environment is left alone.
+installed (it only checks its version): the tests' environment pins it
+(scripts/requirements-test.txt; no CUDA op is built).
 """
 import importlib
 import importlib.util
@@ -17,30 +16,14 @@ import tempfile
 
 from parity_support import SOURCE_DIR, binary, fail_if, run
 
-BUILD_DIR = os.environ.get("CTRAINER_BUILD_DIR", tempfile.gettempdir())
-DS_TARGET = os.path.join(BUILD_DIR, "python-deepspeed")
-REQUIREMENTS = os.path.join(SOURCE_DIR, "tests", "parity", "requirements-deepspeed.txt")
 DATA = os.path.join(SOURCE_DIR, "tests", "data", "deepspeed")
 
 
 def ensure_deepspeed():
-    if importlib.util.find_spec("deepspeed") is not None:
-        return  # the tests' environment has it (scripts/requirements-test.txt)
-    stamp = os.path.join(DS_TARGET, ".requirements")
-    wanted = open(REQUIREMENTS).read()
-    if not (os.path.exists(stamp) and open(stamp).read() == wanted):
-        print(f"parity: installing {REQUIREMENTS} into {DS_TARGET} (once)")
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--no-build-isolation", "--target", DS_TARGET, "-r", REQUIREMENTS],
-            env={**os.environ, "DS_BUILD_OPS": "0"}, capture_output=True, text=True)
-        if result.returncode != 0:
-            sys.exit("parity: could not install the deepspeed package transformers needs here "
-                     f"(network?):\n{result.stdout}\n{result.stderr}")
-        with open(stamp, "w") as f:
-            f.write(wanted)
-    sys.path.insert(0, DS_TARGET)
-    importlib.invalidate_caches()
+    if importlib.util.find_spec("deepspeed") is None:
+        sys.exit("parity: transformers' HfTrainerDeepSpeedConfig needs the deepspeed package; "
+                 "install the tests' environment with scripts/install-deps.sh --tests "
+                 "(scripts/requirements-test.txt pins it)")
 
 
 ensure_deepspeed()

@@ -276,7 +276,11 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
 }
 
 void CheckpointManager::restore_rng(const fs::path& folder) const {
-  const fs::path file = folder / rng_file(process_.rank);
+  fs::path file = folder / rng_file(process_.rank);
+  // Written by another number of processes (a sharded checkpoint resumes at any world size):
+  // rank 0's file is rng_state.json alone and rng_state_0.json in company.
+  if (!fs::exists(file) && process_.rank == 0)
+    file = folder / (process_.world_size > 1 ? "rng_state.json" : "rng_state_0.json");
   if (!fs::exists(file) && process_.rank > 0) {
     // Resumed by more processes than wrote it (a sharded checkpoint at another world size).
     logging::logger()->warn(

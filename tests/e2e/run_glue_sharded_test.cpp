@@ -1,0 +1,146 @@
+// run_glue with sharded training, as HF users configure it: HF's DeepSpeed ZeRO-3 guide config
+// verbatim (offload, "auto" everywhere, DeepSpeed's AdamW and WarmupLR) against the same config
+// at stage 0 (DDP); --fsdp full_shard with BertLayer units against plain DDP; and a sharded
+// checkpoint resumed by 3 processes, then by 1, against an uninterrupted 2-process run.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/glue_files.h"
+#include "support/process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ctrainer::testing::read_json;
+using ctrainer::testing::write_slice;
+
+class RunGlueSharded : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ctrainer_glue_sharded_" + std::to_string(::getpid()) +
+                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data");
+    const fs::path source = fs::path(CTRAINER_EXAMPLES_DATA_DIR) / "glue" / "MRPC";
+    write_slice(source / "train.tsv", dir_ / "data" / "train.tsv", 96, true);
+    write_slice(source / "dev.tsv", dir_ / "data" / "dev.tsv", 41, true);
+    // Dropout off: runs on different process counts compute the same function.
+    std::ofstream(dir_ / "config.json") << R"({"model_type": "bert", "vocab_size": 30522,
+        "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 32, "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0})";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// run_glue under ctrainer-run with `nproc` processes, writing into dir_/`out`.
+  ctrainer::testing::CommandResult run(int nproc, const std::string& out,
+                                       const std::string& flags) const {
+    const std::string args =
+        "--task_name mrpc --data_dir " + (dir_ / "data").string() + " --output_dir " +
+        (dir_ / out).string() + " --cache_dir " + (dir_ / "cache").string() + " --config_name " +
+        (dir_ / "config.json").string() + " --tokenizer_name " + CTRAINER_EXAMPLES_DATA_DIR +
+        "/vocab/bert-base-uncased-vocab.txt --max_seq_length 64 --per_device_eval_batch_size 8 "
+        "--learning_rate 1e-3 --logging_steps 1 --report_to none --disable_tqdm --do_train "
+        "--do_eval " +
+        flags;
+    return ctrainer::testing::run_shell(std::string(CTRAINER_RUN_BINARY) +
+                                        " --standalone --nproc-per-node " + std::to_string(nproc) +
+                                        " " + CTRAINER_RUN_GLUE_BINARY + " " + args);
+  }
+
+  /// The eval loss and the logged training losses of both runs agree within 1e-5.
+  void expect_same_training(const std::string& a, const std::string& b) const {
+    const auto eval_a = read_json(dir_ / a / "eval_results.json");
+    const auto eval_b = read_json(dir_ / b / "eval_results.json");
+    EXPECT_NEAR(eval_a.at("eval_loss").get<double>(), eval_b.at("eval_loss").get<double>(), 1e-5);
+    EXPECT_EQ(eval_a.at("eval_accuracy"), eval_b.at("eval_accuracy"));
+    const auto log_a = read_json(dir_ / a / "trainer_state.json").at("log_history");
+    const auto log_b = read_json(dir_ / b / "trainer_state.json").at("log_history");
+    ASSERT_EQ(log_a.size(), log_b.size());
+    int losses = 0;
+    for (std::size_t i = 0; i < log_a.size(); ++i)
+      if (log_a[i].contains("loss")) {
+        ++losses;
+        EXPECT_NEAR(log_a[i].at("loss").get<double>(), log_b[i].at("loss").get<double>(), 1e-5)
+            << "log entry " << i;
+        EXPECT_NEAR(log_a[i].at("learning_rate").get<double>(),
+                    log_b[i].at("learning_rate").get<double>(), 1e-12);
+      }
+    EXPECT_GE(losses, 4);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunGlueSharded, HfGuideZero3ConfigTrainsWhatStage0Trains) {
+  const fs::path guide = fs::path(CTRAINER_TEST_DATA_DIR) / "deepspeed" / "ds_config_zero3.json";
+  nlohmann::json stage0 = read_json(guide);
+  stage0["zero_optimization"] = {{"stage", 0}};
+  std::ofstream(dir_ / "stage0.json") << stage0.dump(2);
+  // DeepSpeed's WarmupLR needs warmup_num_steps >= 1 ("auto" takes --warmup_steps).
+  const std::string flags = " --per_device_train_batch_size 8 --max_steps 6 --warmup_steps 3";
+  const auto zero3 = run(2, "zero3", "--deepspeed " + guide.string() + flags);
+  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
+  EXPECT_NE(zero3.output.find("ZeRO-3"), std::string::npos) << zero3.output;
+  const auto ddp = run(2, "stage0", "--deepspeed " + (dir_ / "stage0.json").string() + flags);
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  expect_same_training("zero3", "stage0");
+  // stage3_gather_16bit_weights_on_model_save: the final model is one HF folder.
+  EXPECT_TRUE(fs::exists(dir_ / "zero3" / "model.safetensors"));
+}
+
+TEST_F(RunGlueSharded, FsdpFullShardOfBertLayersTrainsWhatDdpTrains) {
+  std::ofstream(dir_ / "fsdp.json") << R"({"transformer_layer_cls_to_wrap": ["BertLayer"]})";
+  const std::string flags = " --per_device_train_batch_size 8 --max_steps 5";
+  const auto fsdp = run(2, "fsdp",
+                        "--fsdp \"full_shard auto_wrap\" --fsdp_config " +
+                            (dir_ / "fsdp.json").string() + flags);
+  ASSERT_EQ(fsdp.exit_code, 0) << fsdp.output;
+  const auto ddp = run(2, "ddp", flags);
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  expect_same_training("fsdp", "ddp");
+}
+
+// The global batch stays 12 (2 x 6, 3 x 4, 1 x 12), so every step sees the same examples.
+TEST_F(RunGlueSharded, ShardedCheckpointResumesOnThreeThenOneProcesses) {
+  std::ofstream(dir_ / "zero2.json") << R"({"zero_optimization": {"stage": 2},
+      "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+      "train_batch_size": "auto", "gradient_clipping": "auto"})";
+  const std::string ds = "--deepspeed " + (dir_ / "zero2.json").string() +
+                         " --lr_scheduler_type constant --save_strategy steps --save_steps 2";
+  const auto whole = run(2, "whole", ds + " --per_device_train_batch_size 6 --max_steps 6");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const auto first = run(2, "split", ds + " --per_device_train_batch_size 6 --max_steps 2");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_TRUE(fs::exists(dir_ / "split" / "checkpoint-2" / "zero" / "rank_1.safetensors"));
+  const auto second =
+      run(3, "split", ds + " --per_device_train_batch_size 4 --max_steps 4 "
+                           "--resume_from_checkpoint " + (dir_ / "split" / "checkpoint-2").string());
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto third =
+      run(1, "split", ds + " --per_device_train_batch_size 12 --max_steps 6 "
+                           "--resume_from_checkpoint " + (dir_ / "split" / "checkpoint-4").string());
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  const auto eval_whole = read_json(dir_ / "whole" / "eval_results.json");
+  const auto eval_split = read_json(dir_ / "split" / "eval_results.json");
+  EXPECT_NEAR(eval_split.at("eval_loss").get<double>(), eval_whole.at("eval_loss").get<double>(),
+              1e-5);
+  const auto log_whole = read_json(dir_ / "whole" / "trainer_state.json").at("log_history");
+  const auto log_split = read_json(dir_ / "split" / "trainer_state.json").at("log_history");
+  // Step 6's logged loss (the last training log) continues the same curve.
+  auto last_loss = [](const nlohmann::json& log) {
+    for (auto it = log.rbegin(); it != log.rend(); ++it)
+      if (it->contains("loss")) return it->at("loss").get<double>();
+    return -1.0;
+  };
+  EXPECT_NEAR(last_loss(log_split), last_loss(log_whole), 1e-5);
+}
+
+}  // namespace
