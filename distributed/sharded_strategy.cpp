@@ -275,6 +275,17 @@ void ShardedStrategy::before_forward(torch::nn::Module& /*model*/) {
   for (auto s : root_segments_) segments_[s]->wait_gathered();
 }
 
+void ShardedStrategy::forward_without_data(torch::nn::Module& model) {
+  // The same calls, in the same order, as a no-grad forward through the units.
+  at::NoGradGuard no_grad;
+  before_forward(model);
+  for (std::size_t unit = 0; unit < unit_segments_.size(); ++unit) {
+    std::lock_guard<std::mutex> lock(hooks_->mutex);
+    unit_before_forward(unit);
+    unit_after_forward(unit, at::Tensor());
+  }
+}
+
 void ShardedStrategy::backward(const at::Tensor& loss, bool sync) {
   if (segments_.empty()) throw std::logic_error("ShardedStrategy::backward before setup");
   {

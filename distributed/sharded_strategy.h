@@ -53,6 +53,10 @@ class ShardedStrategy : public CollectiveStrategy {
   /// Steps this rank's slices, then brings the parameters up to date (all-gather for ZeRO-1/2).
   void optimizer_step(torch::optim::Optimizer& optimizer) override;
   void zero_grad(torch::nn::Module& model) override;
+  bool forward_has_collectives() const override {
+    return options_.stage == ShardingStage::kParameters;
+  }
+  void forward_without_data(torch::nn::Module& model) override;
   void gather_full_parameters(torch::nn::Module& model) override;
   void release_full_parameters(torch::nn::Module& model, bool changed = false) override;
 

@@ -40,6 +40,12 @@ class Strategy {
   /// Right before each forward of the model, training or evaluation (ZeRO-3 all-gathers the
   /// parameters outside its wrapped units; collective).
   virtual void before_forward(torch::nn::Module& /*model*/) {}
+  /// Whether a forward runs collectives (ZeRO-3 gathers units): then every rank must run the
+  /// same number of forwards, and a rank that ran out of evaluation data calls
+  /// forward_without_data for each forward the others still run.
+  virtual bool forward_has_collectives() const { return false; }
+  /// The collectives of one evaluation (no-grad) forward, without computing anything.
+  virtual void forward_without_data(torch::nn::Module& /*model*/) {}
   /// Makes every parameter of the model hold its full value until release_full_parameters
   /// (ZeRO-3 all-gathers them; collective): around saving, loading or consolidating weights.
   virtual void gather_full_parameters(torch::nn::Module& /*model*/) {}

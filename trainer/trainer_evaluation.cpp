@@ -1,5 +1,6 @@
 // Trainer::evaluate / predict, the evaluation loop they share (HF's evaluation_loop), and the
 // best-metric tracking of load_best_model_at_end.
+#include <algorithm>
 #include <cmath>
 
 #include <torch/utils.h>
@@ -11,6 +12,8 @@
 #include <ctrainer/trainer/strategy_factory.h>
 #include <ctrainer/trainer/tensor_concat.h>
 #include <ctrainer/trainer/trainer.h>
+
+#include <algorithm>
 
 namespace ctrainer {
 
@@ -48,6 +51,14 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
       flush_to_host();
   }
   flush_to_host();
+  if (strategy_->forward_has_collectives() && strategy_->world_size() > 1) {
+    // Shares differ by up to one batch, and ZeRO-3's forward gathers parameters: a rank with
+    // fewer batches takes part in the collectives of the others' remaining forwards.
+    int64_t most = n;
+    for (const auto& count : strategy_->all_gather_strings(std::to_string(n)))
+      most = std::max<int64_t>(most, std::stoll(count));
+    for (int64_t i = n; i < most; ++i) strategy_->forward_without_data(*model_);
+  }
 
   EvalLoopOutput out;
   // With several processes each rank evaluated its share; metrics see the whole dataset, in

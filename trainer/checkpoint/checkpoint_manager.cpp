@@ -141,8 +141,8 @@ void CheckpointManager::write_shared_files(const fs::path& dir, const Checkpoint
       save_sharded_state(*sharded, *parts.optimizer, dir, process_.rank);
       for (int64_t rank = 1; rank < process_.world_size; ++rank) {
         for (const char* extension : {".safetensors", ".json"}) {
-          const fs::path name = fs::path(kShardedStateFolder) /
-                                ("rank_" + std::to_string(rank) + extension);
+          const fs::path name =
+              fs::path(kShardedStateFolder) / ("rank_" + std::to_string(rank) + extension);
           if (!fs::exists(staging / name))
             throw std::runtime_error("rank " + std::to_string(rank) + " did not stage " +
                                      (staging / name).string() +
