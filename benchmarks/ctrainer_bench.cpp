@@ -14,6 +14,7 @@ Scenario gradient_checkpointing_scenario();
 Scenario tokenizer_scenario();
 Scenario dataloader_scenario();
 Scenario ddp_scenario();
+Scenario sharding_scenario();
 }  // namespace ctrainer::bench
 
 namespace {
@@ -27,7 +28,8 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::tokenizer_scenario(),
           ctrainer::bench::dataloader_scenario(),
           ctrainer::bench::precision_scenario(),
-          ctrainer::bench::ddp_scenario()};
+          ctrainer::bench::ddp_scenario(),
+          ctrainer::bench::sharding_scenario()};
 }
 
 int usage(const std::string& error) {

@@ -11,18 +11,10 @@
 // The parent re-executes this binary as the worker processes (CTRAINER_BENCH_DDP_WORKER set,
 // plus torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...); each worker writes its
 // measurements as JSON to a file the parent reads.
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -43,13 +35,11 @@
 
 #include "bench_models.h"
 #include "bench_report.h"
-
-extern char** environ;
+#include "bench_workers.h"
 
 namespace ctrainer::bench {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
@@ -277,100 +267,15 @@ void measure_in_worker(const std::string& out_prefix) {
 // ---------------------------------------------------------------------------------------------
 // Parent
 
-/// A TCP port on 127.0.0.1 that was free a moment ago, for the workers' rendezvous.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  const bool ok = fd >= 0 &&
-                  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!ok) throw std::runtime_error("ddp: cannot find a free TCP port on 127.0.0.1");
-  return ntohs(address.sin_port);
-}
-
 /// Launches `world` workers with `threads` intra-op threads each, as torchrun would on one
-/// node, waits for all of them and returns their reports by rank. When one fails the others
-/// are stopped (they would wait for it until the collective timeout).
+/// node, and returns their reports by rank.
 std::vector<json> run_workers(int world, int threads, bool quick, bool off_first) {
-  const std::string prefix =
-      (fs::temp_directory_path() / fmt::format("ctrainer_bench_ddp_{}", getpid())).string();
-  const int port = free_port();
-  std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string scenario = "ddp";
-  std::vector<char*> argv = {self.data(), scenario.data(), nullptr};
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < world; ++rank) {
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry = *e;
-      // Our own variables win over inherited ones of the same name.
-      const std::string name = entry.substr(0, entry.find('='));
-      if (name != "OMP_NUM_THREADS" && name != "RANK" && name != "WORLD_SIZE" &&
-          name != "LOCAL_RANK" && name != "LOCAL_WORLD_SIZE" && name != "MASTER_ADDR" &&
-          name != "MASTER_PORT")
-        env.push_back(entry);
-    }
-    env.push_back(fmt::format("{}={}", kWorkerEnv, prefix));
-    env.push_back(fmt::format("{}={}", kThreadsEnv, threads));
-    env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
-    if (quick) env.push_back(fmt::format("{}=1", kQuickEnv));
-    if (off_first) env.push_back(fmt::format("{}=1", kOffFirstEnv));
-    if (world > 1) {
-      env.push_back(fmt::format("RANK={}", rank));
-      env.push_back(fmt::format("LOCAL_RANK={}", rank));
-      env.push_back(fmt::format("WORLD_SIZE={}", world));
-      env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", world));
-      env.push_back("MASTER_ADDR=127.0.0.1");
-      env.push_back(fmt::format("MASTER_PORT={}", port));
-    }
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
-      for (pid_t started : pids) ::kill(started, SIGTERM);
-      throw std::runtime_error("ddp: cannot start a worker process of " + self);
-    }
-    pids.push_back(pid);
-  }
-
-  std::string failure;
-  std::vector<bool> running(pids.size(), true);
-  for (std::size_t left = pids.size(); left > 0;) {
-    for (std::size_t r = 0; r < pids.size(); ++r) {
-      int status = 0;
-      if (!running[r] || ::waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
-      running[r] = false;
-      --left;
-      if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failure.empty()) {
-        failure = fmt::format(
-            "ddp: worker rank {} of {} failed (wait status {}); its error is "
-            "on stderr above",
-            r, world, status);
-        for (std::size_t other = 0; other < pids.size(); ++other)
-          if (running[other]) ::kill(pids[other], SIGTERM);
-      }
-    }
-    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::vector<json> reports;
-  for (int rank = 0; rank < world; ++rank) {
-    const std::string path = fmt::format("{}.{}.json", prefix, rank);
-    if (failure.empty()) {
-      std::ifstream in(path);
-      if (!in)
-        failure = "ddp: worker rank " + std::to_string(rank) + " wrote no " + path;
-      else
-        reports.push_back(json::parse(in));
-    }
-    fs::remove(path);
-  }
-  if (!failure.empty()) throw std::runtime_error(failure);
-  return reports;
+  WorkerLaunch launch{"ddp", kWorkerEnv, world, {}};
+  launch.env.push_back(fmt::format("{}={}", kThreadsEnv, threads));
+  launch.env.push_back(fmt::format("OMP_NUM_THREADS={}", threads));
+  if (quick) launch.env.push_back(fmt::format("{}=1", kQuickEnv));
+  if (off_first) launch.env.push_back(fmt::format("{}=1", kOffFirstEnv));
+  return ctrainer::bench::run_workers(launch);
 }
 
 std::vector<double> as_vector(const json& values) {
@@ -387,13 +292,6 @@ std::vector<double> min_over_ranks(const std::vector<json>& reports, const std::
     for (std::size_t i = 0; i < result.size(); ++i) result[i] = std::min(result[i], other[i]);
   }
   return result;
-}
-
-/// The 1-minute load average (/proc/loadavg), to show how quiet the machine was.
-double load_average() {
-  double load = -1;
-  std::ifstream("/proc/loadavg") >> load;
-  return load;
 }
 
 BenchResult run_ddp(const BenchOptions& options) {
