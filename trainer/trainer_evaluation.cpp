@@ -36,6 +36,13 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
     labels.clear();
   };
   const int64_t n = loader.num_batches();
+  // Shares differ by up to one batch, and ZeRO-3's forward gathers parameters: a rank with fewer
+  // batches joins the collectives of the others' remaining forwards (counts exchanged first, as
+  // a rank still computing its last forward cannot answer).
+  int64_t most_batches = n;
+  if (strategy_->forward_has_collectives() && strategy_->world_size() > 1)
+    for (const auto& count : strategy_->all_gather_strings(std::to_string(n)))
+      most_batches = std::max<int64_t>(most_batches, std::stoll(count));
   BatchStream batches(loader, 0, n);  // prefetched by the loader's workers, in order
   for (int64_t i = 0; i < n; ++i) {
     Batch inputs = batches.next();
@@ -51,14 +58,7 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
       flush_to_host();
   }
   flush_to_host();
-  if (strategy_->forward_has_collectives() && strategy_->world_size() > 1) {
-    // Shares differ by up to one batch, and ZeRO-3's forward gathers parameters: a rank with
-    // fewer batches takes part in the collectives of the others' remaining forwards.
-    int64_t most = n;
-    for (const auto& count : strategy_->all_gather_strings(std::to_string(n)))
-      most = std::max<int64_t>(most, std::stoll(count));
-    for (int64_t i = n; i < most; ++i) strategy_->forward_without_data(*model_);
-  }
+  for (int64_t i = n; i < most_batches; ++i) strategy_->forward_without_data(*model_);
 
   EvalLoopOutput out;
   // With several processes each rank evaluated its share; metrics see the whole dataset, in

@@ -144,7 +144,7 @@ TEST_F(CliTest, BadInputsExitWithCode2AndNameTheFlag) {
   expect_rejected("--eval_strategy steps --save_strategy epoch --load_best_model_at_end",
                   "--load_best_model_at_end");
   expect_rejected("--use_cpu --fp16", "use --bf16");  // float16 needs CUDA
-  expect_rejected("--deepspeed ds.json", "not supported yet: --deepspeed");
+  expect_rejected("--deepspeed ds.json", "--deepspeed ds.json: no such file");
   expect_rejected("--config " + (dir_ / "missing.json").string(), "missing.json");
   expect_rejected("--hidden_size 0", "--hidden_size");  // application flag
 }

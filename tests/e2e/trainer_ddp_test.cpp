@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -303,7 +304,17 @@ JobResult run_with_failing_rank(
   JobResult rank0;
   rank0.exit_code = ctrainer::testing::wait_for(pids[0]);
   rank0.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ::kill(pids[1], SIGKILL);  // a hanging rank 1 is still there
+  // A rank 1 that is exiting on its own gets a few seconds (a loaded machine tears down
+  // slowly); a hanging one is still there after them.
+  for (int waited = 0; waited < 100; ++waited) {
+    siginfo_t info{};
+    // WNOWAIT: look without reaping, so wait_for below still gets the exit code.
+    if (::waitid(P_PID, static_cast<id_t>(pids[1]), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid != 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pids[1], SIGKILL);
   const int rank1_exit_code = ctrainer::testing::wait_for(pids[1]);
   rank0.output = read_text_file(dir / "rank0.log") + read_text_file(dir / "rank1.log");
   if (inspect) inspect(dir, rank1_exit_code);
