@@ -66,9 +66,9 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   // Before the strategy wraps the model: recomputation is a property of the model's layers.
   // Models without support refuse with an error naming the flag.
   if (args_.gradient_checkpointing) model_->gradient_checkpointing_enable();
-  // One process: SingleDeviceStrategy. Several: the process group is joined here (collective),
-  // every rank's arguments and model are checked against rank 0's, and DDPStrategy::setup
-  // broadcasts rank 0's weights.
+  // One process: SingleDeviceStrategy. Several (or any sharding): the process group is joined
+  // here (collective), every rank's arguments and model are checked against rank 0's, and the
+  // strategy's setup broadcasts rank 0's weights (ZeRO: and shards them).
   TrainingStrategy training =
       create_training_strategy(args_, process_, device_, *model_, sharding_.options);
   process_group_ = std::move(training.group);

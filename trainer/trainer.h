@@ -136,10 +136,13 @@ class Trainer {
                                       std::optional<int64_t> num_items_in_batch = std::nullopt);
   /// One micro-batch: moves it to the device, computes the loss, weights it by the batch's share
   /// of the window's examples (so any accumulation window gives the large-batch gradient) and
-  /// runs backward. Returns the weighted loss, detached.
+  /// runs backward. Returns the weighted loss, detached. An override that runs the model itself
+  /// must call before_forward(model) first: under ZeRO-3 it gathers the parameters outside the
+  /// wrapped units (they hold no memory otherwise).
   virtual at::Tensor training_step(Model& model, const Batch& inputs,
                                    std::optional<int64_t> num_items_in_batch = std::nullopt);
-  /// Loss, logits and labels of an evaluation batch (no gradients).
+  /// Loss, logits and labels of an evaluation batch (no gradients). Overrides: see training_step
+  /// about before_forward.
   virtual PredictionStepOutput prediction_step(Model& model, const Batch& inputs,
                                                bool prediction_loss_only);
   /// Adds epoch and step, appends to state().log_history and fires on_log.
@@ -181,6 +184,9 @@ class Trainer {
  protected:
   /// Backward through the strategy (use it from an overridden training_step).
   void backward(const at::Tensor& loss);
+  /// What the strategy needs before each forward of the model (use it from an overridden
+  /// training_step or prediction_step that runs the model itself).
+  void before_forward(Model& model) { strategy_->before_forward(model); }
   /// Fires `event` on every callback with the run's objects in the context.
   template <typename Event>
   void fire(Event event, const Metrics* metrics = nullptr, const nlohmann::json* logs = nullptr) {

@@ -145,7 +145,7 @@ at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
   {
     // Forward and loss in the mixed-precision dtype; backward outside (fp32 gradients).
     AutocastScope autocast(device_.type(), precision_->autocast_dtype());
-    strategy_->before_forward(model);  // ZeRO-3: gathers the parameters outside wrapped units
+    before_forward(model);  // ZeRO-3: gathers the parameters outside the wrapped units
     loss = compute_loss(model, on_device, false, num_items_in_batch).loss;
   }
   // compute_loss returns the batch mean; weighting it by the batch's share of the window makes
@@ -169,7 +169,7 @@ PredictionStepOutput Trainer::prediction_step(Model& model, const Batch& inputs,
       if (t.is_floating_point()) t = t.to(*model_eval_dtype_);
   }
   AutocastScope autocast(device_.type(), precision_->autocast_dtype());
-  strategy_->before_forward(model);
+  before_forward(model);
   const auto label_keys = args_.label_keys();
   bool has_labels = !label_keys.empty();
   for (const auto& k : label_keys) has_labels = has_labels && on_device.contains(k);
