@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/glue_files.h"
+#include "support/parameter_text.h"
 #include "support/process.h"
 
 namespace {
@@ -122,7 +123,22 @@ TEST_F(RunGlueSharded, ShardedCheckpointResumesOnThreeThenOneProcesses) {
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   const auto first = run(2, "split", ds + " --per_device_train_batch_size 6 --max_steps 2");
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  ASSERT_TRUE(fs::exists(dir_ / "split" / "checkpoint-2" / "zero" / "rank_1.safetensors"));
+  const fs::path checkpoint2 = dir_ / "split" / "checkpoint-2";
+  ASSERT_TRUE(fs::exists(checkpoint2 / "zero" / "rank_1.safetensors"));
+  // ctrainer-consolidate rebuilds, from the ranks' zero/ files alone, the very model.safetensors
+  // the run gathered into the checkpoint (the model has no buffers), byte for byte.
+  const auto consolidated =
+      ctrainer::testing::run_shell(std::string(CTRAINER_CONSOLIDATE_BINARY) + " " +
+                                   checkpoint2.string() + " " + (dir_ / "consolidated").string());
+  ASSERT_EQ(consolidated.exit_code, 0) << consolidated.output;
+  EXPECT_EQ(ctrainer::testing::read_text_file(dir_ / "consolidated" / "model.safetensors"),
+            ctrainer::testing::read_text_file(checkpoint2 / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir_ / "consolidated" / "config.json"));
+  const auto not_sharded =
+      ctrainer::testing::run_shell(std::string(CTRAINER_CONSOLIDATE_BINARY) + " " +
+                                   (dir_ / "data").string() + " " + (dir_ / "nowhere").string());
+  EXPECT_EQ(not_sharded.exit_code, 2) << not_sharded.output;
+  EXPECT_NE(not_sharded.output.find("holds no sharded state"), std::string::npos);
   const auto second = run(3, "split",
                           ds +
                               " --per_device_train_batch_size 4 --max_steps 4 "

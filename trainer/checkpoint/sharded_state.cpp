@@ -111,7 +111,85 @@ struct SavedPiece {
   std::map<std::string, at::Tensor> tensors;  ///< "master" and the state buffers
 };
 
+/// Every slice the ranks of a sharded checkpoint saved, by parameter name.
+std::map<std::string, std::vector<SavedPiece>> read_saved_pieces(const fs::path& dir,
+                                                                 const nlohmann::json& manifest) {
+  const fs::path folder = dir / kShardedStateFolder;
+  auto fail = [&](const std::string& why) {
+    return ArgumentError("sharded checkpoint " + dir.string() + ": " + why);
+  };
+  const int64_t saved_world = manifest.at("world_size").get<int64_t>();
+  std::map<std::string, std::vector<SavedPiece>> saved;
+  for (int64_t r = 0; r < saved_world; ++r) {
+    const fs::path file = folder / (rank_stem(r) + ".safetensors");
+    const nlohmann::json index = read_json_file(
+        folder / (rank_stem(r) + ".json"), "the sharded-state index of rank " + std::to_string(r));
+    SafetensorsFile tensors = load_safetensors(file.string());
+    for (const auto& entry : index.at("pieces")) {
+      SavedPiece piece;
+      const std::string name = entry.at("name").get<std::string>();
+      piece.begin = entry.at("begin").get<int64_t>();
+      piece.end = entry.at("end").get<int64_t>();
+      if (!entry.at("step").is_null()) piece.step = entry.at("step").get<int64_t>();
+      const std::string suffix = "." + name;
+      for (auto& [key, value] : tensors.tensors) {
+        if (key.size() <= suffix.size() ||
+            key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
+          continue;
+        const std::string kind_key = key.substr(0, key.size() - suffix.size());
+        if (kind_key.find('.') != std::string::npos) continue;  // a longer name ending in ours
+        if (value.numel() != piece.end - piece.begin)
+          throw fail(file.string() + ": " + key + " has " + std::to_string(value.numel()) +
+                     " elements but its index says " + std::to_string(piece.end - piece.begin));
+        piece.tensors[kind_key] = value.reshape(-1);
+      }
+      if (!piece.tensors.count("master")) throw fail(file.string() + " lacks master." + name);
+      saved[name].push_back(std::move(piece));
+    }
+  }
+  return saved;
+}
+
+nlohmann::json read_manifest(const fs::path& dir) {
+  const fs::path path = dir / kShardedStateFolder / "manifest.json";
+  nlohmann::json manifest = read_json_file(path, "the sharded-state manifest");
+  if (manifest.value("format_version", 0) != kFormatVersion)
+    throw ArgumentError(path.string() + " has format_version " +
+                        manifest.value("format_version", nlohmann::json(nullptr)).dump() +
+                        ", expected " + std::to_string(kFormatVersion));
+  return manifest;
+}
+
 }  // namespace
+
+std::map<std::string, at::Tensor> consolidate_sharded_state(const fs::path& dir) {
+  const nlohmann::json manifest = read_manifest(dir);
+  const auto saved = read_saved_pieces(dir, manifest);
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& [name, info] : manifest.at("parameters").items()) {
+    const auto shape = info.at("shape").get<std::vector<int64_t>>();
+    const at::ScalarType dtype = info.at("dtype").get<std::string>() == "Float"      ? at::kFloat
+                                 : info.at("dtype").get<std::string>() == "BFloat16" ? at::kBFloat16
+                                 : info.at("dtype").get<std::string>() == "Half"     ? at::kHalf
+                                                                                     : at::kDouble;
+    at::Tensor flat = at::empty({c10::multiply_integers(shape)}, at::kFloat);
+    int64_t covered = 0;
+    const auto found = saved.find(name);
+    if (found != saved.end())
+      for (const SavedPiece& piece : found->second) {
+        flat.narrow(0, piece.begin, piece.end - piece.begin).copy_(piece.tensors.at("master"));
+        covered += piece.end - piece.begin;
+      }
+    if (covered != flat.numel())
+      throw ArgumentError("sharded checkpoint " + dir.string() + ": the ranks' files cover " +
+                          std::to_string(covered) + " of the " + std::to_string(flat.numel()) +
+                          " elements of " + name + " (a rank's files are missing)");
+    weights[name] = flat.view(shape).to(dtype);
+  }
+  return weights;
+}
+
+namespace {}  // namespace
 
 bool has_sharded_state(const fs::path& dir) {
   return fs::exists(dir / kShardedStateFolder / "manifest.json");
@@ -158,16 +236,10 @@ void save_sharded_state(const ShardedStrategy& strategy, const torch::optim::Opt
 
 void load_sharded_state(ShardedStrategy& strategy, torch::optim::Optimizer& optimizer,
                         const fs::path& dir) {
-  const fs::path folder = dir / kShardedStateFolder;
-  const fs::path manifest_path = folder / "manifest.json";
-  const nlohmann::json manifest = read_json_file(manifest_path, "the sharded-state manifest");
+  const nlohmann::json manifest = read_manifest(dir);
   auto fail = [&](const std::string& why) {
     return ArgumentError("--resume_from_checkpoint " + dir.string() + ": " + why);
   };
-  if (manifest.value("format_version", 0) != kFormatVersion)
-    throw fail(manifest_path.string() + " has format_version " +
-               manifest.value("format_version", nlohmann::json(nullptr)).dump() + ", expected " +
-               std::to_string(kFormatVersion));
   const OptimizerKind kind = kind_of(optimizer);
   if (manifest.at("optimizer").get<std::string>() != kind_name(kind))
     throw fail("the checkpoint holds " + manifest.at("optimizer").get<std::string>() +
@@ -191,36 +263,7 @@ void load_sharded_state(ShardedStrategy& strategy, torch::optim::Optimizer& opti
     throw fail("the checkpoint has " + std::to_string(saved_parameters.size()) +
                " trainable parameters but this run has " + std::to_string(run_parameters));
 
-  // Every saved slice, by parameter name.
-  const int64_t saved_world = manifest.at("world_size").get<int64_t>();
-  std::map<std::string, std::vector<SavedPiece>> saved;
-  for (int64_t r = 0; r < saved_world; ++r) {
-    const fs::path file = folder / (rank_stem(r) + ".safetensors");
-    const nlohmann::json index = read_json_file(
-        folder / (rank_stem(r) + ".json"), "the sharded-state index of rank " + std::to_string(r));
-    SafetensorsFile tensors = load_safetensors(file.string());
-    for (const auto& entry : index.at("pieces")) {
-      SavedPiece piece;
-      const std::string name = entry.at("name").get<std::string>();
-      piece.begin = entry.at("begin").get<int64_t>();
-      piece.end = entry.at("end").get<int64_t>();
-      if (!entry.at("step").is_null()) piece.step = entry.at("step").get<int64_t>();
-      const std::string suffix = "." + name;
-      for (auto& [key, value] : tensors.tensors) {
-        if (key.size() <= suffix.size() ||
-            key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
-          continue;
-        const std::string kind_key = key.substr(0, key.size() - suffix.size());
-        if (kind_key.find('.') != std::string::npos) continue;  // a longer name ending in ours
-        if (value.numel() != piece.end - piece.begin)
-          throw fail(file.string() + ": " + key + " has " + std::to_string(value.numel()) +
-                     " elements but its index says " + std::to_string(piece.end - piece.begin));
-        piece.tensors[kind_key] = value.reshape(-1);
-      }
-      if (!piece.tensors.count("master")) throw fail(file.string() + " lacks master." + name);
-      saved[name].push_back(std::move(piece));
-    }
-  }
+  const std::map<std::string, std::vector<SavedPiece>> saved = read_saved_pieces(dir, manifest);
 
   // Re-cut: each of this rank's slices is assembled from the saved slices that overlap it.
   struct Assembled {
@@ -240,7 +283,9 @@ void load_sharded_state(ShardedStrategy& strategy, torch::optim::Optimizer& opti
       out.master = at::empty({slices[i].numel()}, at::kFloat);
       int64_t covered = 0;
       std::map<std::string, at::Tensor> buffers;
-      for (const SavedPiece& from : saved[name]) {
+      const auto found = saved.find(name);
+      for (const SavedPiece& from :
+           found == saved.end() ? std::vector<SavedPiece>{} : found->second) {
         const int64_t begin = std::max(from.begin, slices[i].begin);
         const int64_t end = std::min(from.end, slices[i].end);
         if (begin >= end) continue;

@@ -8,7 +8,10 @@
 ///                                 max_exp_avg_sq, momentum_buffer): 1-D slices
 ///   zero/rank_<r>.json            {"pieces": [{"name", "begin", "end", "step"}]}
 #include <filesystem>
+#include <map>
 #include <string>
+
+#include <ATen/core/Tensor.h>
 
 namespace torch::optim {
 class Optimizer;
@@ -33,6 +36,11 @@ void save_sharded_state(const ShardedStrategy& strategy, const torch::optim::Opt
 /// the optimizer or the model is modified before everything was read and checked.
 void load_sharded_state(ShardedStrategy& strategy, torch::optim::Optimizer& optimizer,
                         const std::filesystem::path& dir);
+
+/// The full fp32 master weights of a sharded checkpoint, by parameter name, in each parameter's
+/// saved shape and dtype (what zero_to_fp32 gives for DeepSpeed): the trainable parameters only.
+/// Throws ArgumentError when a rank's files are missing or malformed.
+std::map<std::string, at::Tensor> consolidate_sharded_state(const std::filesystem::path& dir);
 
 /// Whether `dir` holds sharded state.
 bool has_sharded_state(const std::filesystem::path& dir);
