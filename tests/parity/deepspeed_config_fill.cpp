@@ -5,11 +5,27 @@
 // warmup_steps.
 #include <fstream>
 #include <iostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/integrations/deepspeed_config.h>
 #include <ctrainer/trainer/core/errors.h>
+
+namespace {
+
+/// The dotted path of a value still "auto" in `config`, or "" (transformers' finalize refuses a
+/// config it leaves with "auto" in it; a filled config must not have any).
+std::string remaining_auto(const nlohmann::json& config, const std::string& path = "") {
+  if (config.is_string() && config.get<std::string>() == "auto") return path;
+  if (config.is_object())
+    for (const auto& [key, value] : config.items())
+      if (auto found = remaining_auto(value, path.empty() ? key : path + "." + key); !found.empty())
+        return found;
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using nlohmann::json;
@@ -45,6 +61,20 @@ int main(int argc, char** argv) {
     ds.trainer_config_finalize(hidden_size, a.at("num_training_steps").get<int64_t>(),
                                a.at("warmup_steps").get<int64_t>());
     out["config"] = ds.config();
+    if (const std::string key = remaining_auto(ds.config()); !key.empty()) {
+      std::cerr << "deepspeed_config_fill: " << key << " is still \"auto\" after filling\n";
+      return 3;
+    }
+    // DeepSpeed's batch identity, which the filled values must satisfy.
+    const json& c = ds.config();
+    if (c.contains("train_batch_size") && c.contains("train_micro_batch_size_per_gpu") &&
+        c.contains("gradient_accumulation_steps") &&
+        c["train_batch_size"].get<int64_t>() !=
+            c["train_micro_batch_size_per_gpu"].get<int64_t>() *
+                c["gradient_accumulation_steps"].get<int64_t>() * args.world_size) {
+      std::cerr << "deepspeed_config_fill: train_batch_size != micro x accumulation x world\n";
+      return 3;
+    }
   } catch (const ctrainer::ArgumentError& e) {
     out["error"] = e.what();
   }

@@ -7,9 +7,12 @@
 // / load_state_dict() into a scheduler built fresh on a fresh optimizer, which runs the rest.
 // Output: a JSON list with one {"lrs": [[...]...], "betas": [[...]...]} per case (betas: beta1
 // of each group, or [] for an optimizer without betas).
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <torch/optim/adam.h>
@@ -74,10 +77,25 @@ nlohmann::json run_case(const nlohmann::json& c) {
   auto optimizer = make_optimizer(kind, lrs);
   auto scheduler = ctrainer::create_deepspeed_scheduler(c.at("type"), c.at("params"), optimizer);
   nlohmann::json out{{"lrs", nlohmann::json::array()}, {"betas", nlohmann::json::array()}};
-  // The optimizer's own lrs, which the training step reads.
+  // The optimizer's own lrs, which the training step reads. Before Python compares them with
+  // DeepSpeed's, the dump checks what holds for any schedule: the scheduler reports the lrs it
+  // set (what the Trainer logs), they are finite and non-negative, and beta1 is finite (OneCycle's
+  // momentum decay may take it past 1, as DeepSpeed's does).
   auto record = [&] {
-    out["lrs"].push_back(group_lrs(*optimizer));
-    out["betas"].push_back(beta1s(*optimizer));
+    const std::vector<double> lrs_now = group_lrs(*optimizer);
+    if (scheduler->get_last_lr() != lrs_now)
+      throw std::runtime_error(c.at("type").get<std::string>() +
+                               ": get_last_lr() differs from the optimizer's lrs");
+    for (double lr : lrs_now)
+      if (!std::isfinite(lr) || lr < 0)
+        throw std::runtime_error(c.at("type").get<std::string>() + ": lr " + std::to_string(lr));
+    const std::vector<double> betas_now = beta1s(*optimizer);
+    for (double beta : betas_now)
+      if (!std::isfinite(beta))
+        throw std::runtime_error(c.at("type").get<std::string>() + ": beta1 " +
+                                 std::to_string(beta));
+    out["lrs"].push_back(lrs_now);
+    out["betas"].push_back(betas_now);
   };
   record();
   for (int64_t s = 0; s < steps; ++s) {
