@@ -171,6 +171,11 @@ struct ProcessGroup::State {
   std::atomic<bool> broken{false};
   /// Sequence number of all_gather_strings calls, so each call uses fresh store keys.
   int64_t string_gathers = 0;
+  /// For a subgroup, " (subgroup of ranks 0,2)"; empty for the launch's group. For messages.
+  std::string scope;
+  /// The subgroups made of this group, by their members ("0,2"), in creation order (which is
+  /// the same on every rank, so their final barriers match).
+  std::vector<std::pair<std::string, std::unique_ptr<ProcessGroup>>> subgroups;
 
   /// Waits for `work`, turning a timeout or a lost peer into a DistributedError naming `what`.
   void wait(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
@@ -179,8 +184,9 @@ struct ProcessGroup::State {
     } catch (const std::exception& error) {
       broken = true;
       throw DistributedError(std::string(what) + " failed on rank " + std::to_string(info.rank) +
-                             " of " + std::to_string(info.world_size) + " (" + options.backend +
-                             ", timeout " + seconds(options.timeout) + "): " + describe(error) +
+                             " of " + std::to_string(info.world_size) + scope + " (" +
+                             options.backend + ", timeout " + seconds(options.timeout) +
+                             "): " + describe(error) +
                              ". A peer crashed or hung past --ddp_timeout; the process group "
                              "cannot be used any more");
     }
@@ -217,6 +223,50 @@ ProcessGroup::ProcessGroup(const ProcessInfo& info, const ProcessGroupOptions& o
   }
 }
 
+ProcessGroup::ProcessGroup(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+ProcessGroup& ProcessGroup::subgroup(const std::vector<int64_t>& members) {
+  if (!state_->backend) throw DistributedError("subgroup of a process group that was shut down");
+  std::string key;
+  int64_t own_index = -1;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const int64_t member = members[i];
+    if (member < 0 || member >= state_->info.world_size || (i > 0 && member <= members[i - 1]))
+      throw ArgumentError("process subgroup: members must be ascending ranks of 0.." +
+                          std::to_string(state_->info.world_size - 1) + ", got " +
+                          std::to_string(member) + " at position " + std::to_string(i));
+    if (member == state_->info.rank) own_index = static_cast<int64_t>(i);
+    key += (i > 0 ? "," : "") + std::to_string(member);
+  }
+  if (own_index < 0)
+    throw ArgumentError("process subgroup of ranks " + key + ": rank " +
+                        std::to_string(state_->info.rank) + " is not a member");
+  for (auto& [members_key, group] : state_->subgroups)
+    if (members_key == key) return *group;
+
+  auto sub = std::make_unique<State>();
+  sub->info = state_->info;  // keeps local_rank: NCCL's device
+  sub->info.rank = own_index;
+  sub->info.world_size = static_cast<int64_t>(members.size());
+  sub->options = state_->options;
+  sub->address = state_->address;
+  sub->scope = " (subgroup of ranks " + key + state_->scope + ")";
+  // The backend's own rendezvous runs among the members, under keys no other group uses.
+  sub->store = c10::make_intrusive<c10d::PrefixStore>("ctrainer/subgroup/" + key, state_->store);
+  try {
+    sub->backend = state_->options.backend == "nccl"
+                       ? create_nccl(sub->store, sub->info, state_->options.timeout)
+                       : create_gloo(sub->store, sub->info, state_->options.timeout);
+  } catch (const std::exception& error) {
+    throw DistributedError("creating the " + state_->options.backend + " subgroup of ranks " + key +
+                           " failed on rank " + std::to_string(state_->info.rank) + ": " +
+                           describe(error) + ". Every member must create it, within --ddp_timeout");
+  }
+  state_->subgroups.emplace_back(key,
+                                 std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(sub))));
+  return *state_->subgroups.back().second;
+}
+
 ProcessGroup::~ProcessGroup() {
   try {
     shutdown();
@@ -233,6 +283,9 @@ int64_t ProcessGroup::world_size() const {
 }
 const std::string& ProcessGroup::backend() const {
   return state_->options.backend;
+}
+const ProcessInfo& ProcessGroup::process_info() const {
+  return state_->info;
 }
 
 void ProcessGroup::barrier() {
@@ -298,9 +351,8 @@ PendingCollective ProcessGroup::reduce_scatter_async(at::Tensor& output, at::Ten
   auto work = state_->backend->_reduce_scatter_base(output, input, options);
   State* state = state_.get();
   // The tensors ride along so that they outlive the collective even if the caller drops them.
-  return PendingCollective([state, work = std::move(work), output, input] {
-    state->wait("reduce-scatter", work);
-  });
+  return PendingCollective(
+      [state, work = std::move(work), output, input] { state->wait("reduce-scatter", work); });
 }
 
 PendingCollective ProcessGroup::all_gather_into_async(at::Tensor& output, at::Tensor& input) {
@@ -308,9 +360,8 @@ PendingCollective ProcessGroup::all_gather_into_async(at::Tensor& output, at::Te
   require_chunked("all-gather", output, input, state_->info.world_size);
   auto work = state_->backend->_allgather_base(output, input, c10d::AllgatherOptions());
   State* state = state_.get();
-  return PendingCollective([state, work = std::move(work), output, input] {
-    state->wait("all-gather", work);
-  });
+  return PendingCollective(
+      [state, work = std::move(work), output, input] { state->wait("all-gather", work); });
 }
 
 void ProcessGroup::broadcast(at::Tensor& tensor, int64_t root) {
@@ -365,12 +416,23 @@ std::vector<std::string> ProcessGroup::all_gather_strings(const std::string& val
 
 void ProcessGroup::abort() {
   if (!state_) return;
+  for (auto& subgroup : state_->subgroups) subgroup.second->abort();
   state_->backend.reset();
   state_->store.reset();
 }
 
 void ProcessGroup::shutdown() {
   if (!state_ || !state_->backend) return;
+  // Subgroups first, in creation order (the same on every rank), while the store still exists.
+  for (auto& subgroup : state_->subgroups) {
+    if (subgroup.second->state_->broken) state_->broken = true;
+    if (state_->broken) break;
+    try {
+      subgroup.second->shutdown();
+    } catch (const DistributedError&) {
+      state_->broken = true;
+    }
+  }
   if (state_->broken) {
     abort();
     return;

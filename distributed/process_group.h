@@ -82,6 +82,17 @@ class ProcessGroup {
   int64_t rank() const;
   int64_t world_size() const;
   const std::string& backend() const;
+  /// The launch information this group was built from (for a subgroup: its rank and size).
+  const ProcessInfo& process_info() const;
+
+  /// The process group of the ranks in `members` (ranks of this group, ascending, this rank
+  /// among them), on the same backend, store and timeout: for collectives among some ranks
+  /// (HYBRID_SHARD's node and replica groups). Collective over `members`: each of them must ask
+  /// for the same subgroups in the same order. The subgroup belongs to this group: it is shut
+  /// down before it and lives as long as it; asking again for the same members returns it.
+  /// Throws ArgumentError for a malformed `members`, DistributedError when the members do not
+  /// all join within the timeout.
+  ProcessGroup& subgroup(const std::vector<int64_t>& members);
 
   /// Blocks until every rank arrives. Throws DistributedError on timeout or a lost peer.
   void barrier();
@@ -126,6 +137,7 @@ class ProcessGroup {
 
  private:
   struct State;
+  explicit ProcessGroup(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
 

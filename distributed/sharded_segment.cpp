@@ -16,8 +16,12 @@ bool same_memory(const at::Tensor& a, const at::Tensor& b) {
 }  // namespace
 
 ShardedSegment::ShardedSegment(FlatLayout layout, int64_t rank, const SegmentPlacement& placement,
-                               ProcessGroup& group)
-    : layout_(std::move(layout)), rank_(rank), placement_(placement), group_(group) {
+                               ProcessGroup& group, ProcessGroup* replicas)
+    : layout_(std::move(layout)),
+      rank_(rank),
+      placement_(placement),
+      group_(group),
+      replicas_(replicas) {
   at::NoGradGuard no_grad;
   slices_ = layout_.owned_slices(rank_);
   member_ready_.assign(layout_.members.size(), false);
@@ -158,8 +162,15 @@ void ShardedSegment::finish_reduce() {
   reduce_work_.wait();
   reduce_pending_ = false;
   at::NoGradGuard no_grad;
-  // Sum, then divide by the world size: how DDP's average (c10d AVG) rounds.
-  const auto world = static_cast<double>(layout_.world_size);
+  int64_t contributors = layout_.world_size;
+  if (replicas_ != nullptr) {
+    // HYBRID_SHARD: this chunk's sums from the other nodes (FSDP all-reduces the reduced shard
+    // over the replicate group the same way).
+    replicas_->all_reduce(reduce_output_, Reduction::kSum);
+    contributors *= replicas_->world_size();
+  }
+  // Sum, then divide by the number of ranks: how DDP's average (c10d AVG) rounds.
+  const auto world = static_cast<double>(contributors);
   if (placement_.keeps_full_gradients) {
     // The window's gradients were accumulated locally: the average replaces the shard.
     if (same_memory(reduce_output_, gradient_shard_))

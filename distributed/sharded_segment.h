@@ -40,8 +40,11 @@ class ShardedSegment {
   /// Builds the flat buffer from the members' current values (identical on every rank), makes
   /// every member parameter a view of it, and keeps this rank's shard. With shards_parameters the
   /// full buffer is released at once.
+  /// `group` holds the ranks the segment is sharded over (`rank` is this rank in it); with
+  /// `replicas` (HYBRID_SHARD: the ranks holding the same shard on the other nodes) the reduced
+  /// gradient shard is also summed over the replicas. Both groups must outlive the segment.
   ShardedSegment(FlatLayout layout, int64_t rank, const SegmentPlacement& placement,
-                 ProcessGroup& group);
+                 ProcessGroup& group, ProcessGroup* replicas = nullptr);
   ShardedSegment(const ShardedSegment&) = delete;
   ShardedSegment& operator=(const ShardedSegment&) = delete;
 
@@ -75,7 +78,8 @@ class ShardedSegment {
   /// the segments in the same order.
   void launch_reduce();
   bool reduce_launched() const { return reduce_pending_; }
-  /// Waits for the reduce-scatter and adds the average over ranks into the gradient shard.
+  /// Waits for the reduce-scatter (then sums over the replicas, if any) and adds the average over
+  /// all ranks into the gradient shard.
   void finish_reduce();
   /// Zeroes the gradient shard (and ZeRO-1's full gradients).
   void zero_grad();
@@ -108,6 +112,7 @@ class ShardedSegment {
   int64_t rank_;
   SegmentPlacement placement_;
   ProcessGroup& group_;
+  ProcessGroup* replicas_;
   std::vector<OwnedSlice> slices_;
 
   at::Tensor full_;            ///< padded flat parameters; storage freed while released

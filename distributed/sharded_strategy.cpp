@@ -1,5 +1,6 @@
 #include <ctrainer/distributed/sharded_strategy.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -111,19 +112,53 @@ struct BackwardScope {
 }  // namespace
 
 ShardedStrategy::ShardedStrategy(ProcessGroup& group, ShardingOptions options)
-    : CollectiveStrategy(group), options_(std::move(options)), hooks_(std::make_shared<Hooks>()) {
+    : CollectiveStrategy(group),
+      options_(std::move(options)),
+      shard_group_(&group),
+      hooks_(std::make_shared<Hooks>()) {
   if (options_.stage == ShardingStage::kNone)
     throw std::invalid_argument("ShardedStrategy: stage 0 is DDPStrategy");
   if (options_.reduce_bucket_elements <= 0)
     throw ArgumentError("zero_optimization.reduce_bucket_size must be positive");
-  if (options_.hybrid)
-    throw NotSupportedYet("hybrid_shard",
-                          "HYBRID_SHARD (shard inside a node, replicate across nodes) has not "
-                          "landed; use full_shard or shard_grad_op");
   if (options_.offload_params && options_.stage != ShardingStage::kParameters)
     throw ArgumentError(
         "zero_optimization.offload_param: parameters are only offloaded with stage 3");
+  if (options_.hybrid) create_hybrid_groups();
   hooks_->strategy = this;
+}
+
+void ShardedStrategy::create_hybrid_groups() {
+  const ProcessInfo& process = group_.process_info();
+  const int64_t per_node = process.local_world_size;
+  const int64_t world = group_.world_size();
+  // Every rank must agree on the node layout, or the subgroups would not match: each tells the
+  // others its node and how many processes its node runs.
+  const std::string mine =
+      std::to_string(process.node_rank) + "/" + std::to_string(process.local_world_size);
+  const std::vector<std::string> layouts = group_.all_gather_strings(mine);
+  for (int64_t r = 0; r < world; ++r) {
+    const std::string expected =
+        std::to_string(r / std::max<int64_t>(per_node, 1)) + "/" + std::to_string(per_node);
+    if (per_node < 1 || world % per_node != 0 || layouts[static_cast<std::size_t>(r)] != expected)
+      throw ArgumentError(
+          "hybrid_shard needs the same number of processes on every node, with ranks numbered "
+          "node by node (rank = GROUP_RANK x LOCAL_WORLD_SIZE + LOCAL_RANK, as torchrun, "
+          "ctrainer-run and srun number them); rank " +
+          std::to_string(r) + " reports node/LOCAL_WORLD_SIZE " +
+          layouts[static_cast<std::size_t>(r)] + " in a world of " + std::to_string(world) +
+          " while rank " + std::to_string(process.rank) + " has " + mine +
+          ". Launch the same --nproc-per-node on every node, or use full_shard");
+  }
+  const int64_t node = process.rank / per_node, local = process.rank % per_node;
+  std::vector<int64_t> node_ranks, replicas;
+  for (int64_t k = 0; k < per_node; ++k) node_ranks.push_back(node * per_node + k);
+  for (int64_t n = 0; n < world / per_node; ++n) replicas.push_back(n * per_node + local);
+  // One node: HYBRID_SHARD is FULL_SHARD (or SHARD_GRAD_OP), as in FSDP.
+  if (replicas.size() == 1) return;
+  // Every rank creates its node's group, then its replica group: subgroups that share a member
+  // are created in the same order on every member.
+  shard_group_ = &group_.subgroup(node_ranks);
+  replica_group_ = &group_.subgroup(replicas);
 }
 
 ShardedStrategy::~ShardedStrategy() {
@@ -165,10 +200,11 @@ void ShardedStrategy::setup(torch::nn::Module& model, const c10::Device& device)
   sharded.shards_parameters = true;
   sharded.keeps_full_gradients = false;
 
-  const int64_t world = group_.world_size();
+  const int64_t world = shard_group_->world_size();
   auto add_segment = [&](const std::vector<std::size_t>& indices, const SegmentPlacement& where) {
     segments_.push_back(std::make_unique<ShardedSegment>(
-        FlatLayout::build(members_of(parameters, indices), world), group_.rank(), where, group_));
+        FlatLayout::build(members_of(parameters, indices), world), shard_group_->rank(), where,
+        *shard_group_, replica_group_));
     return segments_.size() - 1;
   };
   auto add_buckets = [&](const std::vector<std::size_t>& indices) {
@@ -361,7 +397,8 @@ at::Tensor ShardedStrategy::clip_grad_norm(torch::nn::Module& /*model*/, double 
   // One all-reduce on the communication device (NCCL needs device memory).
   const c10::Device wire_device = segments_.front()->placement().compute_device;
   at::Tensor wire = square_sum.to(wire_device).reshape({1});
-  group_.all_reduce(wire, Reduction::kSum);
+  // Over the shards only: HYBRID_SHARD's replicas hold the same gradient chunks.
+  shard_group_->all_reduce(wire, Reduction::kSum);
   at::Tensor norm = wire.sqrt().reshape({});
   if (max_norm > 0) {
     // torch.nn.utils.clip_grad_norm_'s coefficient.

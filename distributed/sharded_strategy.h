@@ -11,6 +11,8 @@
 ///           all-gathered right before its forward and again before its backward, and freed
 ///           after each; the next unit can be prefetched. Parameters outside units (the root)
 ///           are gathered by before_forward and freed after backward.
+/// HYBRID_SHARD shards inside each node and all-reduces each reduced gradient chunk across the
+/// nodes, so N below is then the ranks per node.
 /// Memory per rank with fp32 parameters and Adam (Psi parameters, N ranks): ZeRO-1
 /// 4Psi+4Psi+8Psi/N, ZeRO-2 4Psi+12Psi/N, ZeRO-3 16Psi/N, plus padding
 /// (tests/unit/sharded_memory_test.cpp).
@@ -36,6 +38,9 @@ struct ShardedMemory {
 class ShardedStrategy : public CollectiveStrategy {
  public:
   /// `options.stage` must be 1, 2 or 3 (stage 0 is DDPStrategy). `group` must outlive it.
+  /// With `options.hybrid` (HYBRID_SHARD) the ranks of each node (LOCAL_WORLD_SIZE of them,
+  /// numbered node by node) shard among themselves and the nodes replicate each other: the
+  /// subgroups are created here, so construction is then collective.
   ShardedStrategy(ProcessGroup& group, ShardingOptions options);
   ~ShardedStrategy() override;
 
@@ -65,6 +70,14 @@ class ShardedStrategy : public CollectiveStrategy {
   void parameters_from_master();
 
   const ShardingOptions& options() const { return options_; }
+  /// The ranks the parameters are sharded over: all of them, or with HYBRID_SHARD those of this
+  /// rank's node. A segment's layout is cut into shard_world_size() chunks; this rank owns chunk
+  /// shard_rank().
+  int64_t shard_world_size() const { return shard_group_->world_size(); }
+  int64_t shard_rank() const { return shard_group_->rank(); }
+  /// HYBRID_SHARD: which copy of the shards this rank's node holds (its node's index); 0 without
+  /// it. Replicas hold identical shards, so the ranks of replica 0 alone write sharded state.
+  int64_t replica_index() const { return replica_group_ ? replica_group_->rank() : 0; }
   const std::vector<std::unique_ptr<ShardedSegment>>& segments() const { return segments_; }
   /// What this rank holds now; `optimizer` adds its state (Adam, AdamW and SGD state known).
   ShardedMemory memory(const torch::optim::Optimizer* optimizer = nullptr) const;
@@ -73,6 +86,7 @@ class ShardedStrategy : public CollectiveStrategy {
   struct Hooks;
 
  private:
+  void create_hybrid_groups();
   void segment_ready(std::size_t segment);
   void launch_ready_in_order();
   void unit_before_forward(std::size_t unit);
@@ -80,6 +94,10 @@ class ShardedStrategy : public CollectiveStrategy {
   void unit_before_backward(std::size_t unit);
 
   ShardingOptions options_;
+  /// The group the segments are sharded over (group_, or this node's subgroup of it), and the
+  /// HYBRID_SHARD group of the ranks holding the same chunk on the other nodes (null otherwise).
+  ProcessGroup* shard_group_;
+  ProcessGroup* replica_group_ = nullptr;
   std::vector<std::unique_ptr<ShardedSegment>> segments_;
   /// ZeRO-3: segment index of each unit, in forward order; the root segments (no unit).
   std::vector<std::size_t> unit_segments_;

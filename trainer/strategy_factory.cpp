@@ -100,7 +100,10 @@ TrainingStrategy create_training_strategy(const TrainingArguments& args, const P
   }
 
   if (sharded) {
-    logging::logger()->info("sharded training: {}{}{}", describe(sharding.stage),
+    logging::logger()->info("sharded training: {}{}{}{}", describe(sharding.stage),
+                            sharding.hybrid ? ", sharded inside each node and replicated across "
+                                              "nodes (HYBRID_SHARD)"
+                                            : "",
                             sharding.offload_optimizer ? ", optimizer offloaded to the CPU" : "",
                             sharding.offload_params ? ", parameters offloaded to the CPU" : "");
     out.strategy = std::make_unique<ShardedStrategy>(*out.group, sharding);

@@ -31,21 +31,43 @@ struct LaunchResult {
   std::vector<std::string> rank_parameters;
 };
 
-LaunchResult launch(const std::string& tag, int nproc,
-                    const std::vector<std::string>& worker_flags) {
+/// Runs `nproc` ranks of the worker; with `nnodes` > 1 as that many "nodes" on this host (one
+/// ctrainer-run per node, --nnodes/--node-rank on loopback), so LOCAL_WORLD_SIZE is
+/// nproc / nnodes. The output is node 0's (rank 0's); a failing node's goes to `err`.
+LaunchResult launch(const std::string& tag, int nproc, const std::vector<std::string>& worker_flags,
+                    int nnodes = 1) {
   const fs::path dir =
       fs::temp_directory_path() / ("ctrainer_sharded_" + std::to_string(::getpid()) + "_" + tag);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::vector<std::string> argv{CTRAINER_RUN_BINARY,   "--standalone",          "--nproc-per-node",
-                                std::to_string(nproc), CTRAINER_SHARDED_WORKER, "--out",
-                                dir.string()};
-  argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
+  const int port = ctrainer::testing::free_port();
+  std::vector<pid_t> nodes;
+  for (int node = 0; node < nnodes; ++node) {
+    std::vector<std::string> argv{CTRAINER_RUN_BINARY, "--nproc-per-node",
+                                  std::to_string(nproc / nnodes)};
+    if (nnodes == 1) {
+      argv.push_back("--standalone");
+    } else {
+      argv.insert(argv.end(),
+                  {"--nnodes", std::to_string(nnodes), "--node-rank", std::to_string(node),
+                   "--master-addr", "127.0.0.1", "--master-port", std::to_string(port)});
+    }
+    argv.insert(argv.end(), {CTRAINER_SHARDED_WORKER, "--out", dir.string()});
+    argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
+    const std::string stem = node == 0 ? "launcher" : "launcher." + std::to_string(node);
+    nodes.push_back(
+        ctrainer::testing::spawn_process(argv, dir / (stem + ".out"), dir / (stem + ".err")));
+  }
   LaunchResult run;
-  run.code = ctrainer::testing::wait_for(
-      ctrainer::testing::spawn_process(argv, dir / "launcher.out", dir / "launcher.err"));
+  run.code = 0;
+  for (int node = 0; node < nnodes; ++node) {
+    const int code = ctrainer::testing::wait_for(nodes[static_cast<std::size_t>(node)]);
+    if (code != 0 && run.code == 0) run.code = code;
+  }
   run.out = read_text_file(dir / "launcher.out");
   run.err = read_text_file(dir / "launcher.err");
+  for (int node = 1; node < nnodes; ++node)
+    run.err += read_text_file(dir / ("launcher." + std::to_string(node) + ".err"));
   for (int r = 0; r < nproc; ++r)
     run.rank_parameters.push_back(read_text_file(dir / ("params." + std::to_string(r) + ".txt")));
   run.rank0_parameters = run.rank_parameters.front();
@@ -70,6 +92,7 @@ struct Case {
   int accum;
   std::vector<std::string> flags;  ///< for the sharded run
   std::vector<std::string> both;   ///< for both runs (e.g. gradient checkpointing)
+  int nnodes = 1;                  ///< "nodes" on this host (HYBRID_SHARD)
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -88,9 +111,9 @@ TEST_P(ShardedVersusDDP, TrainsWhatDDPTrains) {
   sharded_flags.insert(sharded_flags.end(), {"--strategy", c.strategy});
   sharded_flags.insert(sharded_flags.end(), c.flags.begin(), c.flags.end());
 
-  const LaunchResult ddp = launch(c.name + "_ddp", c.nproc, ddp_flags);
+  const LaunchResult ddp = launch(c.name + "_ddp", c.nproc, ddp_flags, c.nnodes);
   ASSERT_EQ(ddp.code, 0) << ddp.out << ddp.err;
-  const LaunchResult sharded = launch(c.name, c.nproc, sharded_flags);
+  const LaunchResult sharded = launch(c.name, c.nproc, sharded_flags, c.nnodes);
   ASSERT_EQ(sharded.code, 0) << sharded.out << sharded.err;
 
   // Every rank ends with the same full parameters.
@@ -149,7 +172,18 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"zero3_N2_root_only", "zero3", 2, 1, {"--wrap", ""}, {}},
         Case{"zero3_N2_persistent_small", "zero3", 2, 1, {"--persistence", "20"}, {}},
         Case{"zero3_N2_gradient_checkpointing", "zero3", 2, 2, {}, {"--checkpointing", "1"}},
-        Case{"zero2_N2_gradient_checkpointing", "zero2", 2, 1, {}, {"--checkpointing", "1"}}),
+        Case{"zero2_N2_gradient_checkpointing", "zero2", 2, 1, {}, {"--checkpointing", "1"}},
+        // HYBRID_SHARD: 2 "nodes" of 2 ranks shard inside the node and replicate across nodes.
+        Case{"hybrid_zero3_2x2", "zero3", 4, 1, {"--hybrid", "1"}, {}, 2},
+        Case{"hybrid_zero2_2x2_accum3_offload",
+             "zero2",
+             4,
+             3,
+             {"--hybrid", "1", "--offload", "1"},
+             {},
+             2},
+        // One node: HYBRID_SHARD is FULL_SHARD.
+        Case{"hybrid_zero3_one_node_N2", "zero3", 2, 1, {"--hybrid", "1"}, {}, 1}),
     [](const auto& info) { return info.param.name; });
 
 // ---- sharded state: resume at the same and at other world sizes ----------------------------
@@ -214,6 +248,36 @@ TEST(ShardedState, ResumeAtOtherWorldSizesCarriesParametersAndOptimizerState) {
   fs::remove_all(base);
 }
 
+// HYBRID_SHARD over 2 "nodes" of 2: only node 0's ranks write (the other node holds copies), as
+// 2 shards; resuming from them at 2 x 2 is bitwise, and so is resuming on one node of 2 ranks
+// (FULL_SHARD over the same 2 chunks) up to the order of the cross-node sums.
+TEST(ShardedState, HybridWritesOneReplicaAndResumes) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ctrainer_sharded_hybrid_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::vector<std::string> common{"--strategy", "zero3", "--dropout", "0", "--hybrid", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  const LaunchResult whole = launch("h_whole", 4, with({"--steps", "4"}), 2);
+  ASSERT_EQ(whole.code, 0) << whole.out << whole.err;
+  const LaunchResult first =
+      launch("h_first", 4, with({"--steps", "2", "--save", dir.string()}), 2);
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  EXPECT_TRUE(fs::exists(dir / "zero" / "rank_0.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "zero" / "rank_1.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "zero" / "rank_2.safetensors"));
+  const std::string manifest = read_text_file(dir / "zero" / "manifest.json");
+  EXPECT_TRUE(std::regex_search(manifest, std::regex(R"("world_size"\s*:\s*2\b)"))) << manifest;
+  const LaunchResult second =
+      launch("h_second", 4, with({"--steps", "2", "--load", dir.string()}), 2);
+  ASSERT_EQ(second.code, 0) << second.out << second.err;
+  EXPECT_EQ(second.rank0_parameters, whole.rank0_parameters);
+  EXPECT_GT(max_difference(first.rank0_parameters, whole.rank0_parameters), 1e-4);
+  fs::remove_all(dir);
+}
+
 // ---- memory -------------------------------------------------------------------------------
 
 struct Memory {
@@ -233,10 +297,12 @@ struct MemoryCase {
   std::string strategy;
   int nproc;
   bool offload;
+  int nnodes = 1;  ///< > 1: HYBRID_SHARD over that many "nodes" (sharded over nproc / nnodes)
 };
 
 void PrintTo(const MemoryCase& c, std::ostream* os) {
-  *os << c.strategy << " N=" << c.nproc << (c.offload ? " offload" : "");
+  *os << c.strategy << " N=" << c.nproc << (c.offload ? " offload" : "")
+      << (c.nnodes > 1 ? " hybrid" : "");
 }
 
 class ShardedMemory : public ::testing::TestWithParam<MemoryCase> {};
@@ -248,12 +314,15 @@ TEST_P(ShardedMemory, HoldsWhatTheZeroFormulasGive) {
   const auto& c = GetParam();
   std::vector<std::string> flags{"--strategy", c.strategy,  "--steps",
                                  "1",          "--offload", c.offload ? "1" : "0"};
-  const LaunchResult run = launch(
-      c.strategy + std::to_string(c.nproc) + (c.offload ? "o" : "") + "_mem", c.nproc, flags);
+  if (c.nnodes > 1) flags.insert(flags.end(), {"--hybrid", "1"});
+  const LaunchResult run = launch(c.strategy + std::to_string(c.nproc) + (c.offload ? "o" : "") +
+                                      (c.nnodes > 1 ? "h" : "") + "_mem",
+                                  c.nproc, flags, c.nnodes);
   ASSERT_EQ(run.code, 0) << run.out << run.err;
   const Memory m = memory_of(run.out);
   ASSERT_GT(m.psi, 5000) << run.out;
-  const double n = c.nproc;
+  // HYBRID_SHARD shards over the ranks of one node.
+  const double n = c.nproc / c.nnodes;
   // What the formulas give for the padded layout; padding is a few elements per segment.
   const double p = m.padded;
   EXPECT_LT(p - m.psi, 0.01 * m.psi);
@@ -278,10 +347,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(MemoryCase{"zero1", 2, false}, MemoryCase{"zero1", 3, true},
                       MemoryCase{"zero2", 2, false}, MemoryCase{"zero2", 3, false},
                       MemoryCase{"zero2", 2, true}, MemoryCase{"zero3", 2, false},
-                      MemoryCase{"zero3", 3, false}, MemoryCase{"zero3", 2, true}),
+                      MemoryCase{"zero3", 3, false}, MemoryCase{"zero3", 2, true},
+                      MemoryCase{"zero3", 4, false, 2}),
     [](const auto& info) {
       return info.param.strategy + "_N" + std::to_string(info.param.nproc) +
-             (info.param.offload ? "_offload" : "");
+             (info.param.offload ? "_offload" : "") + (info.param.nnodes > 1 ? "_hybrid" : "");
     });
 
 }  // namespace

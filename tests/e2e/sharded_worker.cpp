@@ -10,6 +10,7 @@
 //   --wrap CLASS (ZeRO-3 unit class; "" = root only) --prefetch none|pre|post
 //   --forward-prefetch 0|1 --bucket ELEMENTS --overlap 0|1 --checkpointing 0|1
 //   --persistence ELEMENTS (stage3_param_persistence_threshold)
+//   --hybrid 0|1 (HYBRID_SHARD: shard per node, replicate across nodes)
 //   --dropout P (hidden dropout, default 0.1)
 //   --load DIR  load the sharded state (any world size) before training
 //   --save DIR  save the sharded state after the last step (every rank writes its files)
@@ -93,6 +94,8 @@ Flags parse(int argc, char** argv) {
       f.sharding.param_persistence_threshold = std::stoll(value);
     else if (flag == "--dropout")
       f.dropout = std::stod(value);
+    else if (flag == "--hybrid")
+      f.sharding.hybrid = value == "1";
     else if (flag == "--load")
       f.load = value;
     else if (flag == "--save")
@@ -208,7 +211,9 @@ int main(int argc, char** argv) {
     }
     if (!flags.save.empty()) {
       if (!sharded) throw std::runtime_error("--save needs a sharded strategy");
-      ctrainer::save_sharded_state(*sharded, optimizer, flags.save, info.rank);
+      // HYBRID_SHARD: the other nodes hold copies of node 0's shards.
+      if (sharded->replica_index() == 0)
+        ctrainer::save_sharded_state(*sharded, optimizer, flags.save, sharded->shard_rank());
       group.barrier();
     }
     strategy->gather_full_parameters(*model);

@@ -106,7 +106,9 @@ fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerStat
     if (!args_.save_only_model) {
       fs::create_directories(staging);
       write_json_file(staging / rng_file(process_.rank), rng_json);
-      if (sharded) save_sharded_state(*sharded, *parts.optimizer, staging, process_.rank);
+      // HYBRID_SHARD: the other nodes hold copies of node 0's shards.
+      if (sharded && sharded->replica_index() == 0)
+        save_sharded_state(*sharded, *parts.optimizer, staging, sharded->shard_rank());
     }
     strategy_.barrier();  // staged
     strategy_.barrier();  // committed by process 0
@@ -138,8 +140,8 @@ void CheckpointManager::write_shared_files(const fs::path& dir, const Checkpoint
   save_pretrained(*parts.model, dir.string());
   if (!args_.save_only_model) {
     if (const auto* sharded = dynamic_cast<const ShardedStrategy*>(&strategy_)) {
-      save_sharded_state(*sharded, *parts.optimizer, dir, process_.rank);
-      for (int64_t rank = 1; rank < process_.world_size; ++rank) {
+      save_sharded_state(*sharded, *parts.optimizer, dir, sharded->shard_rank());
+      for (int64_t rank = 1; rank < sharded->shard_world_size(); ++rank) {
         for (const char* extension : {".safetensors", ".json"}) {
           const fs::path name =
               fs::path(kShardedStateFolder) / ("rank_" + std::to_string(rank) + extension);

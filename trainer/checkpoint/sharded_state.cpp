@@ -228,7 +228,7 @@ void save_sharded_state(const ShardedStrategy& strategy, const torch::optim::Opt
   if (rank == 0)
     write_json_file(folder / "manifest.json",
                     {{"format_version", kFormatVersion},
-                     {"world_size", strategy.world_size()},
+                     {"world_size", strategy.shard_world_size()},
                      {"stage", static_cast<int>(strategy.options().stage)},
                      {"optimizer", kind_name(kind)},
                      {"parameters", std::move(parameters)}});

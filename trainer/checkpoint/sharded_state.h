@@ -24,8 +24,10 @@ class ShardedStrategy;
 /// The folder (inside a checkpoint) that holds the sharded state.
 inline constexpr const char* kShardedStateFolder = "zero";
 
-/// Writes this rank's rank_<r> files into `dir`/zero (created); rank 0 also writes the manifest.
-/// Not collective: the caller orders the ranks' writes (CheckpointManager stages them).
+/// Writes the rank_<r> files of this rank's shards into `dir`/zero (created), `rank` being the
+/// strategy's shard_rank(); shard rank 0 also writes the manifest (world_size: the strategy's
+/// shard_world_size()). Not collective: the caller orders the ranks' writes (CheckpointManager
+/// stages them) and, with HYBRID_SHARD, lets only replica 0 write.
 void save_sharded_state(const ShardedStrategy& strategy, const torch::optim::Optimizer& optimizer,
                         const std::filesystem::path& dir, int64_t rank);
 
