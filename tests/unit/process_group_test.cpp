@@ -119,5 +119,63 @@ TEST(AgentStore, NoAgentStoreNamesTheLauncherAndTheAddress) {
   }
 }
 
+// HYBRID_SHARD's groups: 4 ranks as 2 nodes of 2. Each rank makes its node's subgroup, then the
+// subgroup of the ranks with its local rank on every node; a sum over each touches its members
+// only, a repeated request returns the same group, and malformed member lists are refused.
+TEST(Subgroup, CollectivesStayInsideTheMembers) {
+  auto agent = serve_agent_store();
+  const int port = agent->getPort();
+  struct Sums {
+    double node, replica;
+  };
+  std::vector<std::future<Sums>> ranks;
+  for (int64_t rank = 0; rank < 4; ++rank)
+    ranks.push_back(std::async(std::launch::async, [=] {
+      ProcessGroupOptions options;
+      options.timeout = std::chrono::seconds(20);
+      ProcessGroup group(torchrun_rank(rank, 4, port, 0), options);
+      const int64_t node = rank / 2, local = rank % 2;
+      ProcessGroup& node_group = group.subgroup({node * 2, node * 2 + 1});
+      ProcessGroup& replicas = group.subgroup({local, local + 2});
+      if (&group.subgroup({node * 2, node * 2 + 1}) != &node_group)
+        throw std::runtime_error("a second request made another group");
+      if (node_group.rank() != local || replicas.rank() != node || replicas.world_size() != 2)
+        throw std::runtime_error("wrong rank or size in a subgroup");
+      at::Tensor a = at::full({1}, static_cast<double>(rank + 1), at::kDouble);
+      at::Tensor b = a.clone();
+      node_group.all_reduce(a);
+      replicas.all_reduce(b);
+      group.shutdown();  // shuts the subgroups down first
+      return Sums{a.item<double>(), b.item<double>()};
+    }));
+  std::vector<double> node_sums, replica_sums;
+  for (auto& rank : ranks) {
+    const Sums sums = rank.get();
+    node_sums.push_back(sums.node);
+    replica_sums.push_back(sums.replica);
+  }
+  EXPECT_EQ(node_sums, (std::vector<double>{3, 3, 7, 7}));
+  EXPECT_EQ(replica_sums, (std::vector<double>{4, 6, 4, 6}));
+}
+
+TEST(Subgroup, MalformedMembersAreRefused) {
+  auto agent = serve_agent_store();
+  ProcessGroupOptions options;
+  options.timeout = std::chrono::seconds(20);
+  ProcessGroup group(torchrun_rank(0, 1, agent->getPort(), 0), options);
+  for (const std::vector<int64_t>& members :
+       {std::vector<int64_t>{}, std::vector<int64_t>{0, 0}, std::vector<int64_t>{1}}) {
+    try {
+      group.subgroup(members);
+      ADD_FAILURE() << "accepted " << members.size() << " members";
+    } catch (const std::exception& error) {
+      EXPECT_NE(std::string(error.what()).find("process subgroup"), std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_EQ(group.subgroup({0}).world_size(), 1);
+  group.shutdown();
+}
+
 }  // namespace
 }  // namespace ctrainer
