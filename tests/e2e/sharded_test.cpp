@@ -5,8 +5,10 @@
 // ZeRO formulas give for its stage.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -277,6 +279,95 @@ TEST(ShardedState, HybridWritesOneReplicaAndResumes) {
   EXPECT_GT(max_difference(first.rank0_parameters, whole.rank0_parameters), 1e-4);
   fs::remove_all(dir);
 }
+
+// ---- a failing rank -------------------------------------------------------------------------
+
+struct FailureCase {
+  std::string strategy;
+  std::string mode;  ///< kill: SIGKILL; hang: the rank stops answering
+  int timeout_seconds;
+};
+
+void PrintTo(const FailureCase& c, std::ostream* os) {
+  *os << c.strategy << " " << c.mode;
+}
+
+class ShardedFailure : public ::testing::TestWithParam<FailureCase> {};
+
+// Two ranks started directly (torchrun's environment, no launcher to stop the survivor): rank 1
+// dies or stalls in step 1 between forward and backward, while rank 0 is inside the step's
+// reduce-scatters (ZeRO-1/2) or all-gathers (ZeRO-3). Rank 0 must leave with an error naming
+// the failed collective: at once when the peer's sockets close, within --ddp_timeout (plus
+// teardown) when it hangs.
+TEST_P(ShardedFailure, TheOtherRanksExitWithinTheTimeout) {
+  const FailureCase& c = GetParam();
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("ctrainer_sharded_fail_" + std::to_string(::getpid()) + "_" + c.strategy + "_" + c.mode);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int port = ctrainer::testing::free_port();
+  std::vector<pid_t> pids;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
+                                                    {"LOCAL_RANK", std::to_string(rank)},
+                                                    {"WORLD_SIZE", "2"},
+                                                    {"LOCAL_WORLD_SIZE", "2"},
+                                                    {"MASTER_ADDR", "127.0.0.1"},
+                                                    {"MASTER_PORT", std::to_string(port)},
+                                                    {"OMP_NUM_THREADS", "1"}};
+    const std::vector<std::string> argv{CTRAINER_SHARDED_WORKER,
+                                        "--out",
+                                        dir.string(),
+                                        "--strategy",
+                                        c.strategy,
+                                        "--steps",
+                                        "3",
+                                        "--timeout",
+                                        std::to_string(c.timeout_seconds),
+                                        "--fail-rank",
+                                        "1",
+                                        "--fail-step",
+                                        "1",
+                                        "--fail-mode",
+                                        c.mode};
+    const fs::path log = dir / ("rank" + std::to_string(rank) + ".log");
+    pids.push_back(ctrainer::testing::spawn_process(argv, log, log, env));
+  }
+  const int rank0_code = ctrainer::testing::wait_for(pids[0]);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::kill(pids[1], SIGKILL);  // the hanging one is still there
+  ctrainer::testing::wait_for(pids[1]);
+  const std::string output = read_text_file(dir / "rank0.log");
+  const std::string rank1 = read_text_file(dir / "rank1.log");
+  EXPECT_NE(rank1.find("rank 1: failing (" + c.mode + ") in step 1"), std::string::npos) << rank1;
+  EXPECT_EQ(rank0_code, 3) << output;
+  // The collective that failed, on which rank, and what to look at.
+  const std::string collective = c.strategy == "zero3" ? "all-gather" : "reduce-scatter";
+  EXPECT_NE(output.find(collective + " failed on rank 0 of 2"), std::string::npos) << output;
+  EXPECT_NE(output.find("A peer crashed or hung past --ddp_timeout"), std::string::npos) << output;
+  // Step 0 completed before the failure, step 1 never did.
+  EXPECT_NE(output.find("step 0: loss"), std::string::npos) << output;
+  EXPECT_EQ(output.find("step 1: loss"), std::string::npos) << output;
+  if (c.mode == "kill") {
+    EXPECT_LT(seconds, 30) << output;
+  } else {
+    EXPECT_GE(seconds, c.timeout_seconds) << output;
+    EXPECT_LT(seconds, c.timeout_seconds + 20) << output;
+  }
+  std::printf("%s %s: rank 0 exited with %d after %.1f s\n", c.strategy.c_str(), c.mode.c_str(),
+              rank0_code, seconds);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stages, ShardedFailure,
+    ::testing::Values(FailureCase{"zero1", "kill", 60}, FailureCase{"zero2", "kill", 60},
+                      FailureCase{"zero3", "kill", 60}, FailureCase{"zero2", "hang", 5},
+                      FailureCase{"zero3", "hang", 5}),
+    [](const auto& info) { return info.param.strategy + "_" + info.param.mode; });
 
 // ---- memory -------------------------------------------------------------------------------
 

@@ -11,11 +11,17 @@
 //   --forward-prefetch 0|1 --bucket ELEMENTS --overlap 0|1 --checkpointing 0|1
 //   --persistence ELEMENTS (stage3_param_persistence_threshold)
 //   --hybrid 0|1 (HYBRID_SHARD: shard per node, replicate across nodes)
+//   --timeout SECONDS  collective timeout (default 60)
+//   --fail-rank R --fail-step S --fail-mode kill|hang  rank R SIGKILLs itself (or sleeps for
+//                      an hour) in step S between its first forward and backward, while its
+//                      peers are inside the step's collectives
 //   --dropout P (hidden dropout, default 0.1)
 //   --load DIR  load the sharded state (any world size) before training
 //   --save DIR  save the sharded state after the last step (every rank writes its files)
+#include <csignal>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include <torch/optim/adamw.h>
 
@@ -56,6 +62,9 @@ struct Flags {
   bool checkpointing = false;
   double dropout = 0.1;
   std::string load, save;
+  int64_t timeout_seconds = 60;
+  int64_t fail_rank = -1, fail_step = -1;
+  std::string fail_mode = "kill";
 };
 
 Flags parse(int argc, char** argv) {
@@ -94,6 +103,14 @@ Flags parse(int argc, char** argv) {
       f.sharding.param_persistence_threshold = std::stoll(value);
     else if (flag == "--dropout")
       f.dropout = std::stod(value);
+    else if (flag == "--timeout")
+      f.timeout_seconds = std::stoll(value);
+    else if (flag == "--fail-rank")
+      f.fail_rank = std::stoll(value);
+    else if (flag == "--fail-step")
+      f.fail_step = std::stoll(value);
+    else if (flag == "--fail-mode")
+      f.fail_mode = value;
     else if (flag == "--hybrid")
       f.sharding.hybrid = value == "1";
     else if (flag == "--load")
@@ -123,7 +140,7 @@ int main(int argc, char** argv) {
     const Flags flags = parse(argc, argv);
     const auto info = ctrainer::ProcessInfo::from_environment();
     ctrainer::ProcessGroupOptions options;
-    options.timeout = std::chrono::seconds(60);
+    options.timeout = std::chrono::seconds(flags.timeout_seconds);
     ctrainer::ProcessGroup group(info, options);
     const int64_t world = info.world_size;
     if (kGlobalBatch % (world * flags.accum) != 0)
@@ -184,6 +201,13 @@ int main(int argc, char** argv) {
                               {"labels", labels.narrow(0, begin, micro)}};
         strategy->before_forward(*model);
         const at::Tensor loss = model->forward(batch).loss / static_cast<double>(flags.accum);
+        if (step == flags.fail_step && m == 0 && info.rank == flags.fail_rank) {
+          std::fprintf(stderr, "rank %lld: failing (%s) in step %lld\n",
+                       static_cast<long long>(info.rank), flags.fail_mode.c_str(),
+                       static_cast<long long>(step));
+          if (flags.fail_mode == "kill") ::kill(::getpid(), SIGKILL);
+          std::this_thread::sleep_for(std::chrono::hours(1));
+        }
         strategy->backward(loss, /*sync=*/m == flags.accum - 1);
         step_loss += loss.detach();
       }
