@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -151,6 +152,12 @@ TEST_P(ShardedVersusDDP, TrainsWhatDDPTrains) {
   // The run trained (the loss moved) and clipping was active (norms above the worker's 0.05).
   EXPECT_GT(max_change, 1e-3);
   EXPECT_GT(ddp_steps[0].second, 0.05);
+  if (std::find(c.both.begin(), c.both.end(), "--overflow-step") != c.both.end()) {
+    // Step 1 was skipped on every rank (grad norm printed as -1) and the scale halved.
+    EXPECT_EQ(sharded_steps[1].second, -1.0) << sharded.out;
+    EXPECT_TRUE(std::regex_search(sharded.out, std::regex(R"(step 1: [^\n]* scale 32768\.0)")))
+        << sharded.out;
+  }
   std::printf("%s: max |sharded - ddp| = %g\n", c.name.c_str(), max_diff);
 }
 
@@ -184,6 +191,26 @@ INSTANTIATE_TEST_SUITE_P(
              {"--hybrid", "1", "--offload", "1"},
              {},
              2},
+        // Loss scaling: rank 0 overflows one gradient element in step 1. After the
+        // reduce-scatter only the rank owning that element sees the inf; every rank must skip.
+        Case{"zero1_N2_loss_scale_overflow",
+             "zero1",
+             2,
+             1,
+             {},
+             {"--loss-scale", "1", "--overflow-step", "1"}},
+        Case{"zero2_N3_accum2_loss_scale_overflow",
+             "zero2",
+             3,
+             2,
+             {},
+             {"--loss-scale", "1", "--overflow-step", "1"}},
+        Case{"zero3_N2_loss_scale_overflow",
+             "zero3",
+             2,
+             1,
+             {},
+             {"--loss-scale", "1", "--overflow-step", "1"}},
         // One node: HYBRID_SHARD is FULL_SHARD.
         Case{"hybrid_zero3_one_node_N2", "zero3", 2, 1, {"--hybrid", "1"}, {}, 1}),
     [](const auto& info) { return info.param.name; });

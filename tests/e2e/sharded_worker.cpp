@@ -11,6 +11,11 @@
 //   --forward-prefetch 0|1 --bucket ELEMENTS --overlap 0|1 --checkpointing 0|1
 //   --persistence ELEMENTS (stage3_param_persistence_threshold)
 //   --hybrid 0|1 (HYBRID_SHARD: shard per node, replicate across nodes)
+//   --loss-scale 0|1   fp16-style dynamic loss scaling (GradScaler, torch policy, 2^16, growth
+//                      every 2 clean steps): unscaled on this rank's shards, overflow agreed by
+//                      all ranks, an overflowing step skipped (its grad norm printed as -1)
+//   --overflow-step S  rank 0 makes one gradient element overflow in step S (a term
+//                      1e38 x classifier.bias[0] in its loss; the printed loss omits it)
 //   --timeout SECONDS  collective timeout (default 60)
 //   --fail-rank R --fail-step S --fail-mode kill|hang  rank R SIGKILLs itself (or sleeps for
 //                      an hour) in step S between its first forward and backward, while its
@@ -20,6 +25,7 @@
 //   --save DIR  save the sharded state after the last step (every rank writes its files)
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -31,6 +37,7 @@
 #include <ctrainer/distributed/sharded_strategy.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/trainer/checkpoint/sharded_state.h>
+#include <ctrainer/trainer/precision/grad_scaler.h>
 
 #include "support/parameter_dump.h"
 
@@ -63,6 +70,8 @@ struct Flags {
   double dropout = 0.1;
   std::string load, save;
   int64_t timeout_seconds = 60;
+  bool loss_scale = false;
+  int64_t overflow_step = -1;
   int64_t fail_rank = -1, fail_step = -1;
   std::string fail_mode = "kill";
 };
@@ -103,6 +112,10 @@ Flags parse(int argc, char** argv) {
       f.sharding.param_persistence_threshold = std::stoll(value);
     else if (flag == "--dropout")
       f.dropout = std::stod(value);
+    else if (flag == "--loss-scale")
+      f.loss_scale = value == "1";
+    else if (flag == "--overflow-step")
+      f.overflow_step = std::stoll(value);
     else if (flag == "--timeout")
       f.timeout_seconds = std::stoll(value);
     else if (flag == "--fail-rank")
@@ -190,6 +203,16 @@ int main(int argc, char** argv) {
       ctrainer::load_sharded_state(*sharded, optimizer, flags.load);
     }
 
+    std::optional<ctrainer::GradScaler> scaler;
+    if (flags.loss_scale) {
+      ctrainer::GradScalerOptions scaling;
+      scaling.growth_interval = 2;
+      scaler.emplace(scaling);
+    }
+    at::Tensor poisoned;  // the parameter whose gradient overflows in --overflow-step
+    for (const auto& item : model->named_parameters())
+      if (item.key() == "classifier.bias") poisoned = item.value();
+
     // Each rank draws different dropout masks, but the same ones under every strategy.
     torch::manual_seed(1000 + static_cast<uint64_t>(info.rank));
     const int64_t shard = kGlobalBatch / world, micro = shard / flags.accum;
@@ -208,16 +231,29 @@ int main(int argc, char** argv) {
           if (flags.fail_mode == "kill") ::kill(::getpid(), SIGKILL);
           std::this_thread::sleep_for(std::chrono::hours(1));
         }
-        strategy->backward(loss, /*sync=*/m == flags.accum - 1);
         step_loss += loss.detach();
+        at::Tensor objective = loss;
+        if (step == flags.overflow_step && m == 0 && info.rank == 0)
+          objective = objective + poisoned.flatten()[0] * 1e38;  // x 2^16: inf in fp32
+        strategy->backward(scaler ? scaler->scale(objective) : objective,
+                           /*sync=*/m == flags.accum - 1);
+      }
+      // As Trainer::apply_accumulated_gradients: unscale, agree on overflow, clip, step.
+      bool skip = false;
+      if (scaler) {
+        const at::Tensor found = strategy->any_across_processes(
+            scaler->unscale_(strategy->optimizer_parameters(*model)));
+        skip = found.item<float>() != 0;
+        scaler->update(found);
       }
       const at::Tensor norm = strategy->clip_grad_norm(*model, kMaxNorm);
-      strategy->optimizer_step(optimizer);
+      if (!skip) strategy->optimizer_step(optimizer);
       strategy->zero_grad(*model);
       const at::Tensor mean = strategy->mean_across_processes(step_loss);
       if (info.rank == 0)
-        std::printf("step %lld: loss %.8f grad norm %.8f\n", static_cast<long long>(step),
-                    mean.item<double>(), norm.item<double>());
+        std::printf("step %lld: loss %.8f grad norm %.8f%s\n", static_cast<long long>(step),
+                    mean.item<double>(), skip ? -1.0 : norm.item<double>(),
+                    scaler ? (" scale " + std::to_string(scaler->get_scale())).c_str() : "");
     }
     if (sharded && info.rank == 0) {
       const ctrainer::ShardedMemory memory = sharded->memory(&optimizer);
