@@ -112,6 +112,25 @@ TEST_F(RunGlueSharded, FsdpFullShardOfBertLayersTrainsWhatDdpTrains) {
   expect_same_training("fsdp", "ddp");
 }
 
+// Mixed precision: --bf16 autocasts the forward on the fp32 parameters (and shards) under
+// every strategy, so full_shard and shard_grad_op compute what DDP computes in bf16.
+TEST_F(RunGlueSharded, Bf16AutocastShardedTrainsWhatDdpTrainsInBf16) {
+  std::ofstream(dir_ / "fsdp.json") << R"({"transformer_layer_cls_to_wrap": ["BertLayer"]})";
+  const std::string flags = " --per_device_train_batch_size 8 --max_steps 5 --bf16";
+  const auto ddp = run(2, "ddp", flags);
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  for (const std::string mode : {"full_shard", "shard_grad_op"}) {
+    SCOPED_TRACE(mode);
+    const auto fsdp = run(
+        2, mode,
+        "--fsdp \"" + mode + " auto_wrap\" --fsdp_config " + (dir_ / "fsdp.json").string() + flags);
+    ASSERT_EQ(fsdp.exit_code, 0) << fsdp.output;
+    EXPECT_NE(fsdp.output.find("Precision = bf16 autocast on cpu"), std::string::npos)
+        << fsdp.output;
+    expect_same_training(mode, "ddp");
+  }
+}
+
 // The global batch stays 12 (2 x 6, 3 x 4, 1 x 12), so every step sees the same examples.
 TEST_F(RunGlueSharded, ShardedCheckpointResumesOnThreeThenOneProcesses) {
   std::ofstream(dir_ / "zero2.json") << R"({"zero_optimization": {"stage": 2},
