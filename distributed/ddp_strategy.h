@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include <ctrainer/distributed/gradient_reducer.h>
 #include <ctrainer/distributed/collective_strategy.h>
+#include <ctrainer/distributed/gradient_reducer.h>
 #include <ctrainer/distributed/process_group.h>
 
 namespace ctrainer {

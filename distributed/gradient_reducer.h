@@ -42,9 +42,9 @@ struct ReducerStats {
 };
 
 /// Owns one flat gradient buffer per bucket and makes every parameter's .grad a view into it
-/// (torch DDP's gradient_as_bucket_view). A post hook on each parameter's gradient accumulator counts
-/// the ready gradients of its bucket; when a synchronising backward has completed a bucket, its
-/// all-reduce starts while backward goes on with the earlier layers.
+/// (torch DDP's gradient_as_bucket_view). A post hook on each parameter's gradient accumulator
+/// counts the ready gradients of its bucket; when a synchronising backward has completed a bucket,
+/// its all-reduce starts while backward goes on with the earlier layers.
 class GradientReducer {
  public:
   /// `parameters`: the trainable parameters in registration order. Buckets are filled in

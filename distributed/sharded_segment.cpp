@@ -173,13 +173,12 @@ void ShardedSegment::finish_reduce() {
   const auto world = static_cast<double>(contributors);
   if (placement_.keeps_full_gradients) {
     // The window's gradients were accumulated locally: the average replaces the shard.
-    if (same_memory(reduce_output_, gradient_shard_))
-      gradient_shard_.div_(world);
-    else
-      gradient_shard_.copy_(reduce_output_.div_(world));
+    // Divided in fp32 (16-bit parameters reduce 16-bit gradients into an fp32 shard).
+    if (!same_memory(reduce_output_, gradient_shard_)) gradient_shard_.copy_(reduce_output_);
+    gradient_shard_.div_(world);
   } else {
     // One reduce-scatter per backward: the shard accumulates over the window.
-    gradient_shard_.add_(reduce_output_.div_(world).to(gradient_shard_.device(), at::kFloat));
+    gradient_shard_.add_(reduce_output_.to(gradient_shard_.device(), at::kFloat).div_(world));
   }
   reduce_input_.reset();
   reduce_output_.reset();

@@ -123,6 +123,11 @@ ShardedStrategy::ShardedStrategy(ProcessGroup& group, ShardingOptions options)
   if (options_.offload_params && options_.stage != ShardingStage::kParameters)
     throw ArgumentError(
         "zero_optimization.offload_param: parameters are only offloaded with stage 3");
+  if (options_.parameter_dtype != at::kFloat && options_.parameter_dtype != at::kBFloat16 &&
+      options_.parameter_dtype != at::kHalf)
+    throw ArgumentError(std::string("sharded training stores parameters in float32, bfloat16 or "
+                                    "float16, not ") +
+                        c10::toString(options_.parameter_dtype));
   if (options_.hybrid) create_hybrid_groups();
   hooks_->strategy = this;
 }
@@ -178,6 +183,15 @@ ShardedStrategy::~ShardedStrategy() {
 void ShardedStrategy::setup(torch::nn::Module& model, const c10::Device& device) {
   if (!segments_.empty()) throw std::logic_error("ShardedStrategy::setup called twice");
   model.to(device);
+  if (options_.parameter_dtype != at::kFloat) {
+    // DeepSpeed's bf16/fp16 modes run the whole module in 16 bits (engine: module.bfloat16() /
+    // .half()); integer buffers stay as they are. The fp32 masters are made from these values.
+    at::NoGradGuard no_grad;
+    for (auto& tensor : model.parameters())
+      if (tensor.is_floating_point()) tensor.set_data(tensor.data().to(options_.parameter_dtype));
+    for (auto& tensor : model.buffers())
+      if (tensor.is_floating_point()) tensor.set_data(tensor.data().to(options_.parameter_dtype));
+  }
   broadcast_module_state(model);
 
   std::vector<NamedParameter> parameters;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/ScalarType.h>
+
 namespace ctrainer {
 
 /// ZeRO stages (DeepSpeed zero_optimization.stage) and their FSDP names.
@@ -36,6 +38,11 @@ struct ShardingOptions {
   /// FSDP HYBRID_SHARD / _HYBRID_SHARD_ZERO2: shard inside a node (LOCAL_WORLD_SIZE ranks),
   /// replicate across nodes (gradients all-reduced between the shards' replicas).
   bool hybrid = false;
+  /// How the model's floating-point parameters (and so their gradients and the all-gathers) are
+  /// stored: kFloat, or DeepSpeed's bf16 / fp16 modes (bf16.enabled / fp16.enabled with a
+  /// stage >= 1), where the model runs in 16 bits and the optimizer steps an fp32 master shard
+  /// (gradient shards are kept in fp32 too). setup() casts the model.
+  at::ScalarType parameter_dtype = at::kFloat;
   /// fp32 master weights and optimizer state on the CPU, optimizer step on the CPU
   /// (zero_optimization.offload_optimizer.device "cpu"; --fsdp "... offload").
   bool offload_optimizer = false;

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -307,6 +309,56 @@ TEST(ShardedState, HybridWritesOneReplicaAndResumes) {
   fs::remove_all(dir);
 }
 
+// ---- 16-bit parameters with fp32 masters (DeepSpeed's bf16 mode) ----------------------------
+
+// The model runs in bf16; the optimizer steps fp32 master shards. On one process ZeRO-2 equals
+// a hand-written fp32-master loop, and at 2 ranks ZeRO-1, -2 and -3 equal each other (a sum of
+// two bf16 gradients is the same whoever adds it); the bf16 run stays near the fp32 one.
+TEST(ShardedBf16Parameters, StepFp32MastersLikeAHandWrittenLoop) {
+  const std::vector<std::string> common{"--steps", "4", "--param-dtype", "bf16"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  const LaunchResult manual = launch("bf16_manual", 1, with({"--strategy", "manual"}));
+  ASSERT_EQ(manual.code, 0) << manual.out << manual.err;
+  const LaunchResult zero2_alone = launch("bf16_zero2_N1", 1, with({"--strategy", "zero2"}));
+  ASSERT_EQ(zero2_alone.code, 0) << zero2_alone.out << zero2_alone.err;
+  EXPECT_LE(max_difference(zero2_alone.rank0_parameters, manual.rank0_parameters), 1e-6);
+  const auto manual_steps = steps_of(manual.out), alone_steps = steps_of(zero2_alone.out);
+  ASSERT_EQ(manual_steps.size(), 4u) << manual.out;
+  ASSERT_EQ(alone_steps.size(), 4u) << zero2_alone.out;
+  for (std::size_t k = 0; k < 4; ++k) {
+    EXPECT_NEAR(alone_steps[k].first, manual_steps[k].first, 1e-6) << "step " << k;
+    EXPECT_NEAR(alone_steps[k].second, manual_steps[k].second, 1e-6) << "step " << k;
+  }
+
+  std::map<std::string, LaunchResult> pair;
+  for (const std::string stage : {"zero1", "zero2", "zero3"}) {
+    pair[stage] = launch("bf16_" + stage, 2, with({"--strategy", stage}));
+    ASSERT_EQ(pair[stage].code, 0) << pair[stage].out << pair[stage].err;
+    EXPECT_EQ(pair[stage].rank_parameters[1], pair[stage].rank0_parameters) << stage;
+  }
+  EXPECT_LE(max_difference(pair["zero1"].rank0_parameters, pair["zero2"].rank0_parameters), 1e-6);
+  EXPECT_LE(max_difference(pair["zero3"].rank0_parameters, pair["zero2"].rank0_parameters), 1e-6);
+  // Every parameter holds a bf16 value, and the run trained.
+  for (const auto& [name, values] : parse_parameters(pair["zero3"].rank0_parameters))
+    for (double v : values) {
+      const float f = static_cast<float>(v);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &f, sizeof bits);
+      ASSERT_EQ(bits & 0xffffu, 0u) << name << " holds " << v << ", not a bf16 value";
+    }
+  const LaunchResult fp32 = launch("fp32_zero2", 2, {"--strategy", "zero2", "--steps", "4"});
+  ASSERT_EQ(fp32.code, 0) << fp32.out << fp32.err;
+  const auto bf16_steps = steps_of(pair["zero2"].out), fp32_steps = steps_of(fp32.out);
+  ASSERT_EQ(bf16_steps.size(), 4u);
+  ASSERT_EQ(fp32_steps.size(), 4u);
+  for (std::size_t k = 0; k < 4; ++k)
+    EXPECT_NEAR(bf16_steps[k].first, fp32_steps[k].first, 2e-2) << "step " << k;
+  EXPECT_GT(std::abs(bf16_steps[3].first - bf16_steps[0].first), 1e-3);
+}
+
 // ---- a failing rank -------------------------------------------------------------------------
 
 struct FailureCase {
@@ -415,12 +467,13 @@ struct MemoryCase {
   std::string strategy;
   int nproc;
   bool offload;
-  int nnodes = 1;  ///< > 1: HYBRID_SHARD over that many "nodes" (sharded over nproc / nnodes)
+  int nnodes = 1;     ///< > 1: HYBRID_SHARD over that many "nodes" (sharded over nproc / nnodes)
+  bool bf16 = false;  ///< bf16 parameters and gradients, fp32 master shards
 };
 
 void PrintTo(const MemoryCase& c, std::ostream* os) {
   *os << c.strategy << " N=" << c.nproc << (c.offload ? " offload" : "")
-      << (c.nnodes > 1 ? " hybrid" : "");
+      << (c.nnodes > 1 ? " hybrid" : "") << (c.bf16 ? " bf16" : "");
 }
 
 class ShardedMemory : public ::testing::TestWithParam<MemoryCase> {};
@@ -433,8 +486,9 @@ TEST_P(ShardedMemory, HoldsWhatTheZeroFormulasGive) {
   std::vector<std::string> flags{"--strategy", c.strategy,  "--steps",
                                  "1",          "--offload", c.offload ? "1" : "0"};
   if (c.nnodes > 1) flags.insert(flags.end(), {"--hybrid", "1"});
+  if (c.bf16) flags.insert(flags.end(), {"--param-dtype", "bf16"});
   const LaunchResult run = launch(c.strategy + std::to_string(c.nproc) + (c.offload ? "o" : "") +
-                                      (c.nnodes > 1 ? "h" : "") + "_mem",
+                                      (c.nnodes > 1 ? "h" : "") + (c.bf16 ? "b" : "") + "_mem",
                                   c.nproc, flags, c.nnodes);
   ASSERT_EQ(run.code, 0) << run.out << run.err;
   const Memory m = memory_of(run.out);
@@ -451,6 +505,12 @@ TEST_P(ShardedMemory, HoldsWhatTheZeroFormulasGive) {
     master = 4 * p / n;
     if (c.strategy == "zero1") gradients += 4 * p / n;
   }
+  if (c.bf16) {
+    // 2-byte parameters (and ZeRO-1's full gradients); the master and gradient shards are fp32.
+    parameters /= 2;
+    master = 4 * p / n;
+    if (c.strategy == "zero1") gradients = 2 * p + 4 * p / n;
+  }
   auto within = [](double got, double want) { return std::abs(got - want) <= 0.05 * want + 1; };
   EXPECT_TRUE(within(m.parameters, parameters)) << m.parameters << " vs " << parameters;
   EXPECT_TRUE(within(m.gradients, gradients)) << m.gradients << " vs " << gradients;
@@ -466,10 +526,13 @@ INSTANTIATE_TEST_SUITE_P(
                       MemoryCase{"zero2", 2, false}, MemoryCase{"zero2", 3, false},
                       MemoryCase{"zero2", 2, true}, MemoryCase{"zero3", 2, false},
                       MemoryCase{"zero3", 3, false}, MemoryCase{"zero3", 2, true},
-                      MemoryCase{"zero3", 4, false, 2}),
+                      MemoryCase{"zero3", 4, false, 2}, MemoryCase{"zero1", 2, false, 1, true},
+                      MemoryCase{"zero2", 2, false, 1, true},
+                      MemoryCase{"zero3", 3, false, 1, true}),
     [](const auto& info) {
       return info.param.strategy + "_N" + std::to_string(info.param.nproc) +
-             (info.param.offload ? "_offload" : "") + (info.param.nnodes > 1 ? "_hybrid" : "");
+             (info.param.offload ? "_offload" : "") + (info.param.nnodes > 1 ? "_hybrid" : "") +
+             (info.param.bf16 ? "_bf16" : "");
     });
 
 }  // namespace

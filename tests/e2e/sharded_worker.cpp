@@ -16,6 +16,9 @@
 //                      all ranks, an overflowing step skipped (its grad norm printed as -1)
 //   --overflow-step S  rank 0 makes one gradient element overflow in step S (a term
 //                      1e38 x classifier.bias[0] in its loss; the printed loss omits it)
+//   --param-dtype float32|bf16  bf16: DeepSpeed's bf16 mode (16-bit model, fp32 master shards);
+//                      with --strategy manual: one process keeping fp32 masters by hand (the
+//                      reference)
 //   --timeout SECONDS  collective timeout (default 60)
 //   --fail-rank R --fail-step S --fail-mode kill|hang  rank R SIGKILLs itself (or sleeps for
 //                      an hour) in step S between its first forward and backward, while its
@@ -35,6 +38,7 @@
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/sharded_strategy.h>
+#include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/trainer/checkpoint/sharded_state.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
@@ -116,6 +120,8 @@ Flags parse(int argc, char** argv) {
       f.loss_scale = value == "1";
     else if (flag == "--overflow-step")
       f.overflow_step = std::stoll(value);
+    else if (flag == "--param-dtype")
+      f.sharding.parameter_dtype = value == "bf16" ? at::kBFloat16 : at::kFloat;
     else if (flag == "--timeout")
       f.timeout_seconds = std::stoll(value);
     else if (flag == "--fail-rank")
@@ -139,11 +145,74 @@ Flags parse(int argc, char** argv) {
     f.sharding.stage = ctrainer::ShardingStage::kGradients;
   else if (f.strategy == "zero3")
     f.sharding.stage = ctrainer::ShardingStage::kParameters;
-  else if (f.strategy != "ddp")
+  else if (f.strategy != "ddp" && f.strategy != "manual")
     throw std::runtime_error("unknown strategy " + f.strategy);
+  if (f.strategy == "ddp" && f.sharding.parameter_dtype != at::kFloat)
+    throw std::runtime_error("DDP keeps no fp32 master: use --strategy manual as the reference");
   if (f.strategy != "zero3") f.sharding.offload_params = false;
   return f;
 }
+
+/// The reference for 16-bit parameters, on one process: fp32 master copies kept by hand, as
+/// DeepSpeed's bf16/fp16 optimizers keep them. Each backward's 16-bit gradients are added to
+/// the masters' fp32 gradients, clipping uses their norm, the optimizer steps the masters and
+/// the parameters take the rounded values.
+class ManualMasterStrategy : public ctrainer::SingleDeviceStrategy {
+ public:
+  explicit ManualMasterStrategy(at::ScalarType dtype) : dtype_(dtype) {}
+  void setup(torch::nn::Module& model, const c10::Device& device) override {
+    model.to(device);
+    at::NoGradGuard no_grad;
+    for (auto& p : model.parameters())
+      if (p.is_floating_point()) p.set_data(p.data().to(dtype_));
+    for (auto& b : model.buffers())
+      if (b.is_floating_point()) b.set_data(b.data().to(dtype_));
+    for (auto& p : model.parameters()) {
+      if (!p.requires_grad()) continue;
+      params_.push_back(p);
+      masters_.push_back(p.detach().to(at::kFloat).clone());
+      masters_.back().mutable_grad() = at::zeros_like(masters_.back());
+    }
+  }
+  void setup_optimizer(torch::optim::Optimizer& optimizer) override {
+    for (auto& group : optimizer.param_groups())
+      for (auto& p : group.params())
+        for (std::size_t k = 0; k < params_.size(); ++k)
+          if (params_[k].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) p = masters_[k];
+  }
+  std::vector<at::Tensor> optimizer_parameters(torch::nn::Module& /*model*/) override {
+    return masters_;
+  }
+  void backward(const at::Tensor& loss, bool /*sync*/) override {
+    loss.backward();
+    at::NoGradGuard no_grad;
+    for (std::size_t k = 0; k < params_.size(); ++k) {
+      if (params_[k].grad().defined())
+        masters_[k].mutable_grad().add_(params_[k].grad().to(at::kFloat));
+      params_[k].mutable_grad().reset();
+    }
+  }
+  at::Tensor clip_grad_norm(torch::nn::Module& /*model*/, double max_norm) override {
+    at::Tensor sum = at::zeros({}, at::kFloat);
+    for (const auto& m : masters_) sum += at::dot(m.grad().view(-1), m.grad().view(-1));
+    const at::Tensor norm = sum.sqrt();
+    const at::Tensor factor = at::clamp_max(max_norm / (norm + 1e-6), 1.0);
+    for (auto& m : masters_) m.mutable_grad().mul_(factor);
+    return norm;
+  }
+  void optimizer_step(torch::optim::Optimizer& optimizer) override {
+    optimizer.step();
+    at::NoGradGuard no_grad;
+    for (std::size_t k = 0; k < params_.size(); ++k) params_[k].copy_(masters_[k]);
+  }
+  void zero_grad(torch::nn::Module& /*model*/) override {
+    for (auto& m : masters_) m.mutable_grad().zero_();
+  }
+
+ private:
+  at::ScalarType dtype_;
+  std::vector<at::Tensor> params_, masters_;
+};
 
 }  // namespace
 
@@ -171,7 +240,10 @@ int main(int argc, char** argv) {
     if (flags.checkpointing) model->gradient_checkpointing_enable(true);
     std::unique_ptr<ctrainer::Strategy> strategy;
     ctrainer::ShardedStrategy* sharded = nullptr;
-    if (flags.strategy == "ddp") {
+    if (flags.strategy == "manual") {
+      if (world != 1) throw std::runtime_error("--strategy manual runs on one process");
+      strategy = std::make_unique<ManualMasterStrategy>(flags.sharding.parameter_dtype);
+    } else if (flags.strategy == "ddp") {
       ctrainer::DDPOptions ddp;
       ddp.bucket_cap_mb = ddp.first_bucket_mb = 700.0 * 4 / (1024 * 1024);
       strategy = std::make_unique<ctrainer::DDPStrategy>(group, ddp);
