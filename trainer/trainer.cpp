@@ -56,8 +56,13 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   sharding_ = resolve_sharding(args_, process_, *model_);
   const std::optional<GradScalerOptions> ds_loss_scaling =
       sharding_.deepspeed_settings ? sharding_.deepspeed_settings->loss_scaling : std::nullopt;
-  precision_ = components_.precision ? components_.precision
-                                     : Precision::from_args(args_, device_, ds_loss_scaling);
+  const std::optional<at::ScalarType> parameter_dtype =
+      sharding_.options.parameter_dtype != at::kFloat
+          ? std::optional<at::ScalarType>(sharding_.options.parameter_dtype)
+          : std::nullopt;
+  precision_ = components_.precision
+                   ? components_.precision
+                   : Precision::from_args(args_, device_, ds_loss_scaling, parameter_dtype);
   if (precision_->device_type() != device_.type())
     throw ArgumentError("TrainerComponents::precision was made for " +
                         c10::DeviceTypeName(precision_->device_type(), true) +

@@ -8,8 +8,10 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +131,56 @@ TEST_F(RunGlueSharded, Bf16AutocastShardedTrainsWhatDdpTrainsInBf16) {
         << fsdp.output;
     expect_same_training(mode, "ddp");
   }
+}
+
+/// The dtypes a safetensors file stores (from its JSON header).
+std::set<std::string> stored_dtypes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  uint64_t length = 0;
+  in.read(reinterpret_cast<char*>(&length), sizeof length);  // little-endian, as on x86
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  std::set<std::string> dtypes;
+  const nlohmann::json tensors = nlohmann::json::parse(header);  // outlives the loop
+  for (const auto& [name, entry] : tensors.items())
+    if (name != "__metadata__") dtypes.insert(entry.at("dtype").get<std::string>());
+  return dtypes;
+}
+
+// DeepSpeed's bf16 mode under ZeRO: the model is stored and runs in bf16 while the optimizer
+// steps fp32 master shards. ZeRO-2 and ZeRO-3 train alike, the final model is bf16 (what
+// DeepSpeed's 16-bit save writes), the zero/ shards fp32, and a resume from a checkpoint ends
+// byte for byte where the uninterrupted run ended.
+TEST_F(RunGlueSharded, DeepSpeedBf16TrainsA16BitModelWithFp32Masters) {
+  for (int stage : {2, 3})
+    std::ofstream(dir_ / ("ds" + std::to_string(stage) + ".json"))
+        << R"({"zero_optimization": {"stage": )" << stage << R"(}, "bf16": {"enabled": "auto"},
+        "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+        "train_batch_size": "auto", "gradient_clipping": "auto"})";
+  const std::string flags =
+      " --per_device_train_batch_size 8 --max_steps 5 --bf16 --save_strategy steps --save_steps 3";
+  const auto zero2 = run(2, "zero2", "--deepspeed " + (dir_ / "ds2.json").string() + flags);
+  ASSERT_EQ(zero2.exit_code, 0) << zero2.output;
+  EXPECT_NE(zero2.output.find("Precision = bf16 parameters with fp32 master weights"),
+            std::string::npos)
+      << zero2.output;
+  const auto zero3 = run(2, "zero3", "--deepspeed " + (dir_ / "ds3.json").string() + flags);
+  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
+  expect_same_training("zero3", "zero2");
+  EXPECT_EQ(stored_dtypes(dir_ / "zero3" / "model.safetensors"), std::set<std::string>{"BF16"});
+  EXPECT_EQ(stored_dtypes(dir_ / "zero2" / "checkpoint-3" / "zero" / "rank_1.safetensors"),
+            std::set<std::string>{"F32"});
+
+  fs::create_directories(dir_ / "resumed");
+  fs::copy(dir_ / "zero2" / "checkpoint-3", dir_ / "resumed" / "checkpoint-3",
+           fs::copy_options::recursive);
+  const auto resumed =
+      run(2, "resumed",
+          "--deepspeed " + (dir_ / "ds2.json").string() + flags + " --resume_from_checkpoint " +
+              (dir_ / "resumed" / "checkpoint-3").string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(ctrainer::testing::read_text_file(dir_ / "resumed" / "model.safetensors") ==
+              ctrainer::testing::read_text_file(dir_ / "zero2" / "model.safetensors"));
 }
 
 // The global batch stays 12 (2 x 6, 3 x 4, 1 x 12), so every step sees the same examples.

@@ -45,6 +45,12 @@ Precision::Precision(PrecisionOptions options, const c10::Device& device)
     throw ArgumentError(
         "--fp16: float16 mixed precision needs a CUDA device, and this run is on the CPU; use "
         "--bf16 for mixed precision on the CPU");
+  if (options_.parameter_dtype && options_.mixed != MixedPrecision::kNo)
+    throw std::invalid_argument("PrecisionOptions: 16-bit parameters exclude autocast");
+  if (cpu && options_.parameter_dtype == at::kHalf)
+    throw ArgumentError(
+        "fp16.enabled: float16 parameters need a CUDA device, and this run is on the CPU; use "
+        "bf16.enabled (or --bf16) on the CPU");
   if (cpu && options_.full_eval_dtype == at::kHalf)
     throw ArgumentError(
         "--fp16_full_eval: float16 evaluation needs a CUDA device, and this run is on the CPU; "
@@ -63,7 +69,8 @@ Precision::Precision(PrecisionOptions options, const c10::Device& device)
 
 std::shared_ptr<Precision> Precision::from_args(
     const TrainingArguments& args, const c10::Device& device,
-    const std::optional<GradScalerOptions>& fp16_loss_scaling) {
+    const std::optional<GradScalerOptions>& fp16_loss_scaling,
+    std::optional<at::ScalarType> parameter_dtype) {
   if (args.half_precision_backend == HalfPrecisionBackend::kCpuAmp && !device.is_cpu())
     throw ArgumentError("--half_precision_backend cpu_amp: this run is on " + device.str() +
                         ", not the CPU; use --half_precision_backend auto");
@@ -74,6 +81,11 @@ std::shared_ptr<Precision> Precision::from_args(
     options.loss_scaling = fp16_loss_scaling.value_or(GradScalerOptions{});
   } else if (args.bf16) {
     options.mixed = MixedPrecision::kBf16;  // bfloat16 has fp32's range: no loss scaling
+  }
+  if (parameter_dtype) {
+    // The model computes in its own 16-bit dtype: autocast would only add casts.
+    options.mixed = MixedPrecision::kNo;
+    options.parameter_dtype = parameter_dtype;
   }
   if (args.fp16_full_eval)
     options.full_eval_dtype = at::kHalf;
@@ -102,7 +114,8 @@ bool Precision::unscale_and_check_overflow(torch::nn::Module& model, Strategy& s
                                            int64_t step) {
   if (!scaler_) return false;  // fp32/bf16: nothing to do on the step's hot path
   // Every process must skip the same steps, so the flag is agreed on before anyone reads it.
-  const at::Tensor found_inf = strategy.any_across_processes(scaler_->unscale_(strategy.optimizer_parameters(model)));
+  const at::Tensor found_inf =
+      strategy.any_across_processes(scaler_->unscale_(strategy.optimizer_parameters(model)));
   const bool overflow = found_inf.item<float>() != 0.0f;  // one host sync, as GradScaler.step
   const double scale = overflow ? scaler_->get_scale() : 0.0;
   scaler_->update(found_inf);
@@ -116,7 +129,11 @@ bool Precision::unscale_and_check_overflow(torch::nn::Module& model, Strategy& s
 
 std::string Precision::describe() const {
   const auto dtype = autocast_dtype();
-  std::string out = dtype ? std::string(dtype_name(*dtype)) + " autocast" : "fp32";
+  std::string out = dtype ? std::string(dtype_name(*dtype)) + " autocast"
+                    : options_.parameter_dtype
+                        ? std::string(dtype_name(*options_.parameter_dtype)) +
+                              " parameters with fp32 master weights"
+                        : "fp32";
   out += " on " + c10::DeviceTypeName(device_type_, /*lower_case=*/true);
   if (scaler_) {
     const auto& o = scaler_->options();

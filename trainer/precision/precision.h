@@ -36,6 +36,10 @@ struct PrecisionOptions {
   /// Cast the model to this dtype for evaluation and prediction outside training
   /// (--bf16_full_eval: bfloat16, --fp16_full_eval: float16).
   std::optional<at::ScalarType> full_eval_dtype;
+  /// The model itself is stored in this 16-bit dtype and the optimizer steps fp32 master copies
+  /// (DeepSpeed's bf16/fp16 modes under ZeRO, done by the sharded strategy): no autocast then,
+  /// and `mixed` must be kNo.
+  std::optional<at::ScalarType> parameter_dtype;
 };
 
 /// A run's precision policy: the autocast dtype of forward+loss, the loss scaler, the
@@ -49,9 +53,12 @@ class Precision {
   /// bfloat16 autocast without loss scaling; --fp16_full_eval / --bf16_full_eval. Also checks
   /// --half_precision_backend (auto, or cpu_amp on a CPU). `fp16_loss_scaling` replaces the
   /// GradScaler defaults for --fp16 (a DeepSpeed config's fp16 section).
+  /// `parameter_dtype`: the sharded strategy stores the model in this 16-bit dtype (DeepSpeed's
+  /// bf16/fp16 with ZeRO); --fp16 / --bf16 then mean no autocast (fp16 keeps its loss scaler).
   static std::shared_ptr<Precision> from_args(
       const TrainingArguments& args, const c10::Device& device,
-      const std::optional<GradScalerOptions>& fp16_loss_scaling = std::nullopt);
+      const std::optional<GradScalerOptions>& fp16_loss_scaling = std::nullopt,
+      std::optional<at::ScalarType> parameter_dtype = std::nullopt);
 
   MixedPrecision mixed() const { return options_.mixed; }
   /// The dtype of an AutocastScope around forward+loss; none in fp32.

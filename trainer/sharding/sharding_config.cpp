@@ -159,6 +159,15 @@ ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& proce
       args.bf16 = settings.bf16;
       log_change(setup.source, "bf16", settings.bf16 ? "true" : "false", "the config's bf16");
     }
+    if (setup.options.stage != ShardingStage::kNone && (settings.bf16 || settings.fp16)) {
+      // DeepSpeed's engine runs the module in 16 bits and keeps fp32 masters in its ZeRO
+      // optimizer; stage 0 trains with DDP here, which keeps no master (autocast instead).
+      setup.options.parameter_dtype = settings.bf16 ? at::kBFloat16 : at::kHalf;
+      logging::logger()->info(
+          "{}: the model runs in {} and the optimizer steps fp32 master weights in its shards "
+          "(DeepSpeed's {} mode; no autocast)",
+          setup.source, settings.bf16 ? "bfloat16" : "float16", settings.bf16 ? "bf16" : "fp16");
+    }
     if (settings.max_grad_norm != args.max_grad_norm) {
       log_change(setup.source, "max_grad_norm", number_text(settings.max_grad_norm),
                  ds.gradient_clipping() ? "the config's gradient_clipping"
