@@ -52,6 +52,8 @@ packages=(
   libgloo-dev                         # headers only: c10d's ProcessGroupGloo.hpp includes five
                                       # gloo headers that the torch wheel does not ship (its gloo
                                       # is compiled into libtorch_cpu; we never link Debian's)
+  iproute2                            # `ip netns` / veth: the multi-node tests simulate two
+                                      # nodes in network namespaces (skipped without it)
 )
 "$python" -c 'import ensurepip, venv' 2> /dev/null || packages+=(python3-venv)
 missing=()

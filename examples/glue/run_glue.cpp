@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/distributed/process_info.h>
 #include <ctrainer/examples/glue/glue_metrics.h>
 #include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
@@ -74,6 +75,10 @@ void write_predictions(const std::string& path, const ctrainer::glue::GlueTask& 
 int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
   // Like run_glue.py: the main process logs at info level unless --log_level says otherwise.
   ctrainer::logging::set_verbosity(spdlog::level::info);
+  // And, as its log_level = training_args.get_process_log_level(), from the first line: each
+  // line carries this process's rank, and replicas log at --log_level_replica. (Until the
+  // Trainer set this up, every process logged the model and data lines at info, as "rank 0".)
+  ctrainer::logging::setup(args, ctrainer::ProcessInfo::from_environment(args.local_rank));
   auto log = ctrainer::logging::logger();
   if (auto last = ctrainer::check_output_dir(args)) {
     log->info(

@@ -8,10 +8,7 @@
 
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -20,17 +17,17 @@
 
 #include "support/parameter_text.h"
 #include "support/process.h"
+#include "support/tiny_mrpc.h"
 
 namespace {
 namespace fs = std::filesystem;
+using ctrainer::testing::JobResult;
+using ctrainer::testing::logged_losses;
+using ctrainer::testing::read_binary_file;
+using ctrainer::testing::read_json_if_exists;
 using ctrainer::testing::read_text_file;
+using ctrainer::testing::run_job;
 using Args = std::vector<std::string>;
-
-struct JobResult {
-  int exit_code = -1;
-  std::string output;  ///< the launcher's stdout and stderr (workers inherit them)
-  double seconds = 0;
-};
 
 /// A fresh scratch folder for one test.
 fs::path scratch(const std::string& name) {
@@ -39,18 +36,6 @@ fs::path scratch(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-/// Runs `argv` with its output in `dir/<log>`.
-JobResult run_job(const Args& argv, const fs::path& dir, const std::string& log) {
-  const auto start = std::chrono::steady_clock::now();
-  JobResult run;
-  run.exit_code =
-      ctrainer::testing::wait_for(ctrainer::testing::spawn_process(argv, dir / log, dir / log));
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.output = read_text_file(dir / log);
-  std::printf("%s: exit %d after %.1f s\n", log.c_str(), run.exit_code, run.seconds);
-  return run;
 }
 
 /// `torchrun --standalone --nproc_per_node N [flags] --no-python program [program flags]`. The
@@ -63,7 +48,7 @@ JobResult torchrun(const fs::path& dir, const std::string& log, int nproc, const
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"--no-python", program});
   argv.insert(argv.end(), program_flags.begin(), program_flags.end());
-  return run_job(argv, dir, log);
+  return run_job(argv, dir / log);
 }
 
 /// The same job under `ctrainer-run --standalone --nproc-per-node N`.
@@ -72,37 +57,7 @@ JobResult ctrainer_run(const fs::path& dir, const std::string& log, int nproc,
   Args argv = {CTRAINER_RUN_BINARY, "--standalone", "--nproc-per-node", std::to_string(nproc),
                program};
   argv.insert(argv.end(), program_flags.begin(), program_flags.end());
-  return run_job(argv, dir, log);
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json();
-  return nlohmann::json::parse(in);
-}
-
-/// The logged training losses of trainer_log.jsonl (written by the main process).
-std::vector<double> logged_losses(const fs::path& output_dir) {
-  std::vector<double> losses;
-  std::ifstream in(output_dir / "trainer_log.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto entry = nlohmann::json::parse(line);
-    if (entry.contains("loss")) losses.push_back(entry["loss"].get<double>());
-  }
-  return losses;
-}
-
-std::string read_binary_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-/// The first `rows` records of a GLUE file, plus its header line.
-void write_slice(const fs::path& from, const fs::path& to, int rows) {
-  std::ifstream in(from, std::ios::binary);
-  std::ofstream out(to, std::ios::binary);
-  std::string line;
-  for (int lines = 0; lines <= rows && std::getline(in, line); ++lines) out << line << '\n';
+  return run_job(argv, dir / log);
 }
 
 class Torchrun : public ::testing::Test {
@@ -156,49 +111,12 @@ TEST_F(Torchrun, AWorkersErrorIsTheRootCauseInTorchrunsSummary) {
 // ---- run_glue: torchrun trains what ctrainer-run trains ---------------------------------------
 
 TEST_F(Torchrun, RunGlueTrainsBitwiseTheModelThatCtrainerRunTrains) {
-  // A 96-pair MRPC slice, a 1-layer 16-wide BERT with dropout on (so the ranks' RNG streams
-  // matter too), 2 processes x 8 per step, 6 steps, a checkpoint every 3.
+  // The tiny MRPC workload (tests/support/tiny_mrpc.h): 2 processes x 8 per step, 6 steps, a
+  // checkpoint every 3.
   const fs::path dir = scratch("run_glue");
-  const fs::path data = fs::path(CTRAINER_EXAMPLES_DATA_DIR) / "glue" / "MRPC";
-  fs::create_directories(dir / "data");
-  write_slice(data / "train.tsv", dir / "data" / "train.tsv", 96);
-  write_slice(data / "dev.tsv", dir / "data" / "dev.tsv", 41);
-  std::ofstream(dir / "config.json") << R"({"model_type": "bert", "vocab_size": 30522,
-      "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-      "intermediate_size": 32, "max_position_embeddings": 64})";
+  ctrainer::testing::write_tiny_mrpc(dir, CTRAINER_EXAMPLES_DATA_DIR);
   const auto flags = [&](const std::string& out) {
-    return Args{"--task_name",
-                "mrpc",
-                "--data_dir",
-                (dir / "data").string(),
-                "--config_name",
-                (dir / "config.json").string(),
-                "--tokenizer_name",
-                std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/vocab/bert-base-uncased-vocab.txt",
-                "--output_dir",
-                (dir / out).string(),
-                "--cache_dir",
-                (dir / "cache").string(),
-                "--do_train",
-                "--do_eval",
-                "--max_seq_length",
-                "32",
-                "--num_train_epochs",
-                "1",
-                "--per_device_train_batch_size",
-                "8",
-                "--per_device_eval_batch_size",
-                "8",
-                "--learning_rate",
-                "1e-3",
-                "--logging_steps",
-                "2",
-                "--save_steps",
-                "3",
-                "--report_to",
-                "none",
-                "--disable_tqdm",
-                "true"};
+    return ctrainer::testing::tiny_mrpc_flags(dir, CTRAINER_EXAMPLES_DATA_DIR, out, 1);
   };
   const JobResult reference =
       ctrainer_run(dir, "ctrainer_run.log", 2, CTRAINER_RUN_GLUE_BINARY, flags("out_ctrainer_run"));
@@ -217,8 +135,8 @@ TEST_F(Torchrun, RunGlueTrainsBitwiseTheModelThatCtrainerRunTrains) {
   const auto losses = logged_losses(a);
   ASSERT_EQ(losses.size(), 3u) << reference.output;  // steps 2, 4, 6
   EXPECT_EQ(logged_losses(b), losses);
-  const auto eval_a = read_json(a / "eval_results.json"),
-             eval_b = read_json(b / "eval_results.json");
+  const auto eval_a = read_json_if_exists(a / "eval_results.json"),
+             eval_b = read_json_if_exists(b / "eval_results.json");
   ASSERT_FALSE(eval_b.is_null()) << run.output;
   for (const char* metric : {"eval_loss", "eval_accuracy", "eval_f1", "eval_samples"})
     EXPECT_EQ(eval_b.at(metric), eval_a.at(metric)) << metric;
@@ -299,8 +217,8 @@ TEST_F(Torchrun, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
   ASSERT_FALSE(params.empty()) << straight.output;
   EXPECT_EQ(read_text_file(dir / "killed" / "dump" / "params.0.txt"), params);
   EXPECT_EQ(read_text_file(dir / "killed" / "dump" / "params.1.txt"), params);
-  EXPECT_EQ(read_json(dir / "killed" / "dump" / "eval.0.json")["metrics"]["eval_loss"],
-            read_json(dir / "straight" / "dump" / "eval.0.json")["metrics"]["eval_loss"]);
+  EXPECT_EQ(read_json_if_exists(dir / "killed" / "dump" / "eval.0.json")["metrics"]["eval_loss"],
+            read_json_if_exists(dir / "straight" / "dump" / "eval.0.json")["metrics"]["eval_loss"]);
   const auto losses = logged_losses(dir / "straight" / "out");
   ASSERT_EQ(losses.size(), 6u) << straight.output;
   EXPECT_EQ(logged_losses(dir / "killed" / "out"), losses);

@@ -10,11 +10,17 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ctrainer::testing {
@@ -65,6 +71,53 @@ inline int wait_for(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/// Waits for `pid` at most `timeout`: its exit code as wait_for() gives it, or nullopt when it
+/// still runs (it is left running).
+inline std::optional<int> wait_for(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (done < 0) return -1;  // not our child, or already reaped
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+/// The path of the program `name` on PATH, then in /usr/sbin and /sbin (where iproute2's `ip`
+/// lives, often missing from a user's PATH); "" when there is none.
+inline std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(std::string(path != nullptr ? path : "") + ":/usr/sbin:/sbin");
+  for (std::string folder; std::getline(folders, folder, ':');) {
+    if (folder.empty()) continue;
+    const std::string candidate = folder + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+/// A finished job: what spawn_process started, with its output in one log file.
+struct JobResult {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr (a launcher's workers inherit them)
+  double seconds = 0;
+};
+
+/// Runs `argv` (with `env` added) to its end, stdout and stderr in `log`; prints how it ended.
+inline JobResult run_job(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                         const std::map<std::string, std::string>& env = {}) {
+  const auto start = std::chrono::steady_clock::now();
+  JobResult job;
+  job.exit_code = wait_for(spawn_process(argv, log, log, env));
+  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ifstream in(log, std::ios::binary);
+  job.output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::printf("%s: exit %d after %.1f s\n", log.filename().c_str(), job.exit_code, job.seconds);
+  return job;
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (for rendezvous in tests).
