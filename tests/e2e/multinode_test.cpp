@@ -298,6 +298,11 @@ TEST_P(MultiNode, HybridShardOnTwoNodesTrainsWhatFullShardOnOneNodeTrains) {
   const auto nodes = two_nodes(GetParam(), "two_nodes", fsdp("hybrid_shard"));
   expect_two_nodes_ran(nodes);
   if (HasFatalFailure()) return;
+  EXPECT_NE(nodes[0].output.find("replicated across nodes (HYBRID_SHARD)"), std::string::npos)
+      << nodes[0].output;
+  // Node 0's ranks wrote the shards, as 2 (the ranks of a node), not 4.
+  EXPECT_TRUE(fs::exists(dir_ / "two_nodes" / "checkpoint-3" / "zero" / "rank_1.safetensors"));
+  EXPECT_FALSE(fs::exists(dir_ / "two_nodes" / "checkpoint-3" / "zero" / "rank_2.safetensors"));
 
   const auto expected = ctrainer::load_safetensors((dir_ / "one_node" / "model.safetensors"));
   const auto actual = ctrainer::load_safetensors((dir_ / "two_nodes" / "model.safetensors"));
