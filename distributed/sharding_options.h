@@ -64,7 +64,8 @@ struct ShardingOptions {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
   /// Stage 3: all-gather the next unit while the current one runs forward (FSDP forward_prefetch).
   bool forward_prefetch = false;
-  /// Stage 3: at most two units' all-gathers in flight (FSDP limit_all_gathers).
+  /// Stage 3: at most two units' all-gathers in flight (FSDP limit_all_gathers). The strategy
+  /// never gathers further ahead than the next unit, so this always holds; kept for the record.
   bool limit_all_gathers = true;
   /// Stage 3: parameters with fewer elements than this stay replicated on every rank
   /// (zero_optimization.stage3_param_persistence_threshold; 0 = shard everything).
