@@ -190,6 +190,29 @@ TEST(ShardingSetup, DeepSpeedResolvesOptionsAndArguments) {
   EXPECT_EQ(fp16_args.max_grad_norm, 0.0);  // no gradient_clipping: DeepSpeed clips nothing
 }
 
+// DeepSpeed's 16-bit modes store the model in 16 bits under a ZeRO stage (fp32 masters in the
+// sharded optimizer); stage 0 (DDP) and --fsdp keep fp32 parameters and autocast.
+TEST(ShardingSetup, DeepSpeed16BitModesStoreTheParametersIn16BitsUnderZero) {
+  TinyModel model;
+  ProcessInfo process;
+  process.world_size = 2;
+  TrainingArguments bf16_args;
+  // No bf16 section: --bf16 decides (Accelerate adds one for it).
+  bf16_args.deepspeed = (kData / "ds_config_zero3.json").string();
+  bf16_args.bf16 = true;
+  EXPECT_EQ(resolve_sharding(bf16_args, process, model).options.parameter_dtype, at::kBFloat16);
+  TrainingArguments fp32_args;
+  fp32_args.deepspeed = bf16_args.deepspeed;
+  EXPECT_EQ(resolve_sharding(fp32_args, process, model).options.parameter_dtype, at::kFloat);
+  TrainingArguments stage0;
+  stage0.deepspeed = (kData / "fp16_static.json").string();  // fp16 enabled, stage 0
+  EXPECT_EQ(resolve_sharding(stage0, process, model).options.parameter_dtype, at::kFloat);
+  TrainingArguments fsdp;
+  fsdp.fsdp = "full_shard";
+  fsdp.bf16 = true;
+  EXPECT_EQ(resolve_sharding(fsdp, process, model).options.parameter_dtype, at::kFloat);
+}
+
 TEST(ShardingSetup, FsdpNeedsSeveralProcessesAndTurnsOnCheckpointing) {
   TinyModel model;
   TrainingArguments args;
