@@ -85,18 +85,25 @@ Shape shape(bool quick) {
   return s;
 }
 
-/// One configuration: DDP (stage 0) or a ZeRO stage, with or without offload.
+/// One configuration: DDP (stage 0) or a ZeRO stage, with or without offload, with fp32 or
+/// (DeepSpeed's bf16 mode) bf16 parameters and fp32 master shards.
 struct Configuration {
   std::string name;
   int stage;
   bool offload;
+  bool bf16 = false;
 };
 
 const std::vector<Configuration>& configurations() {
-  static const std::vector<Configuration> all = {
-      {"ddp", 0, false},         {"zero1", 1, false},        {"zero2", 2, false},
-      {"zero3", 3, false},       {"zero1_offload", 1, true}, {"zero2_offload", 2, true},
-      {"zero3_offload", 3, true}};
+  static const std::vector<Configuration> all = {{"ddp", 0, false},
+                                                 {"zero1", 1, false},
+                                                 {"zero2", 2, false},
+                                                 {"zero3", 3, false},
+                                                 {"zero1_offload", 1, true},
+                                                 {"zero2_offload", 2, true},
+                                                 {"zero3_offload", 3, true},
+                                                 {"zero2_bf16", 2, false, true},
+                                                 {"zero3_bf16", 3, false, true}};
   return all;
 }
 
@@ -123,6 +130,15 @@ json formula(const Configuration& c, double psi, double n) {
     default:
       parameters = 4 * psi / n;
       text = "16Psi/N = 4Psi/N params + 4Psi/N grads + 8Psi/N Adam";
+  }
+  if (c.bf16) {
+    // bf16 parameters; the gradient shards, the master and Adam's moments are fp32.
+    parameters /= 2;
+    master = 4 * psi / n;
+    text = c.stage == 2 ? "2Psi + 16Psi/N = 2Psi bf16 params + 4Psi/N grads + 4Psi/N master + "
+                          "8Psi/N Adam"
+                        : "18Psi/N = 2Psi/N bf16 params + 4Psi/N grads + 4Psi/N master + 8Psi/N "
+                          "Adam";
   }
   if (c.offload) {
     master = 4 * psi / n;
@@ -199,6 +215,7 @@ std::unique_ptr<CollectiveStrategy> make_strategy(ProcessGroup& group, const Con
   options.offload_optimizer = c.offload;
   options.offload_params = c.offload && c.stage == 3;
   options.wrap_layer_classes = {"BertLayer"};
+  if (c.bf16) options.parameter_dtype = at::kBFloat16;
   return std::make_unique<ShardedStrategy>(group, options);
 }
 
@@ -361,7 +378,7 @@ BenchResult run_sharding(const BenchOptions& options) {
       "ddp: DDPStrategy (torch's default 25 MiB buckets); zeroK: ShardedStrategy stage K with "
       "ShardingOptions defaults (reduce_bucket_elements 5e8, overlap_comm, backward prefetch "
       "BACKWARD_PRE), ZeRO-3 wrapping BertLayer; _offload: offload_optimizer (and offload_params "
-      "for ZeRO-3)";
+      "for ZeRO-3); _bf16: bf16 parameters with fp32 master shards (DeepSpeed's bf16 mode)";
   cfg["device"] = "cpu";
   cfg["hardware_threads"] = std::thread::hardware_concurrency();
   cfg["rounds"] = rounds;
