@@ -389,13 +389,7 @@ TEST_P(ShardedFailure, TheOtherRanksExitWithinTheTimeout) {
   std::vector<pid_t> pids;
   const auto start = std::chrono::steady_clock::now();
   for (int rank = 0; rank < 2; ++rank) {
-    const std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
-                                                    {"LOCAL_RANK", std::to_string(rank)},
-                                                    {"WORLD_SIZE", "2"},
-                                                    {"LOCAL_WORLD_SIZE", "2"},
-                                                    {"MASTER_ADDR", "127.0.0.1"},
-                                                    {"MASTER_PORT", std::to_string(port)},
-                                                    {"OMP_NUM_THREADS", "1"}};
+    const auto env = ctrainer::testing::torchrun_environment(rank, 2, port);
     const std::vector<std::string> argv{CTRAINER_SHARDED_WORKER,
                                         "--out",
                                         dir.string(),

@@ -133,4 +133,17 @@ inline int free_port() {
   return ntohs(address.sin_port);
 }
 
+/// torchrun's variables for rank `rank` of a one-node job of `world_size` processes that meet
+/// at 127.0.0.1:`port`, one intra-op thread each: for starting ranks directly, without a
+/// launcher that would stop the others when one fails.
+inline std::map<std::string, std::string> torchrun_environment(int rank, int world_size, int port) {
+  return {{"RANK", std::to_string(rank)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world_size)},
+          {"LOCAL_WORLD_SIZE", std::to_string(world_size)},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", std::to_string(port)},
+          {"OMP_NUM_THREADS", "1"}};
+}
+
 }  // namespace ctrainer::testing
