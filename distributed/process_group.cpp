@@ -159,6 +159,15 @@ std::string resolve_backend(const std::optional<std::string>& requested,
   return backend;
 }
 
+namespace {
+/// Time every thread of this process spent blocked in State::wait (all groups and subgroups).
+std::atomic<int64_t> collective_wait_nanoseconds{0};
+}  // namespace
+
+double collective_wait_seconds() {
+  return static_cast<double>(collective_wait_nanoseconds.load(std::memory_order_relaxed)) * 1e-9;
+}
+
 struct ProcessGroup::State {
   ProcessInfo info;
   ProcessGroupOptions options;
@@ -179,6 +188,17 @@ struct ProcessGroup::State {
 
   /// Waits for `work`, turning a timeout or a lost peer into a DistributedError naming `what`.
   void wait(const char* what, const c10::intrusive_ptr<c10d::Work>& work) {
+    const auto start = std::chrono::steady_clock::now();
+    struct CountWait {
+      std::chrono::steady_clock::time_point start;
+      ~CountWait() {
+        collective_wait_nanoseconds.fetch_add(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                 start)
+                .count(),
+            std::memory_order_relaxed);
+      }
+    } count_wait{start};
     try {
       work->wait(options.timeout);
     } catch (const std::exception& error) {

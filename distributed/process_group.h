@@ -56,6 +56,12 @@ class PendingCollective {
   std::function<void()> wait_;  // type-erased so that c10d::Work stays out of this header
 };
 
+/// Seconds this process has spent blocked waiting for collectives of any ProcessGroup to finish
+/// (monotonic, from the first group on): the part of communication that did not overlap
+/// computation. With NCCL a wait only orders CUDA streams, so GPU communication shows up in the
+/// next host synchronisation instead. The step profiler reads it.
+double collective_wait_seconds();
+
 /// How to build a process group.
 struct ProcessGroupOptions {
   std::string backend = "gloo";  ///< "gloo" or "nccl" (see resolve_backend)

@@ -1,5 +1,6 @@
 #include <ctrainer/trainer/cpu_runtime.h>
 
+#include <malloc.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -71,6 +72,22 @@ void configure_intra_op_threads(int64_t local_world_size) {
   const int per_process =
       std::max<int>(1, cores / static_cast<int>(std::max<int64_t>(1, local_world_size)));
   if (at::get_num_threads() != per_process) at::set_num_threads(per_process);
+}
+
+bool keep_freed_memory(const MallocSettings& settings) {
+  static const bool applied = [&] {
+    for (const char* variable : {"CTRAINER_MALLOC_DEFAULTS", "MALLOC_MMAP_THRESHOLD_",
+                                 "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
+      const char* value = std::getenv(variable);
+      if (value != nullptr && std::string(value) != "0") return false;
+    }
+    // Each call returns 1 on success; setting the thresholds also turns off glibc's dynamic
+    // threshold, which would otherwise lower them again.
+    return mallopt(M_MMAP_THRESHOLD, settings.mmap_threshold) == 1 &&
+           mallopt(M_TRIM_THRESHOLD, settings.trim_threshold) == 1 &&
+           mallopt(M_TOP_PAD, settings.top_pad) == 1;
+  }();
+  return applied;
 }
 
 }  // namespace ctrainer

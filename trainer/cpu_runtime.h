@@ -27,4 +27,20 @@ void warn_if_reference_blas();
 /// depends on its build and on which BLAS / OpenMP runtime initialises first).
 void configure_intra_op_threads(int64_t local_world_size);
 
+/// The glibc malloc settings keep_freed_memory() applies (see there).
+struct MallocSettings {
+  int mmap_threshold = 32 << 20;  ///< glibc's maximum: buffers up to 32 MiB come from the heap
+  int trim_threshold = 1 << 30;   ///< free heap kept before giving memory back to the kernel
+  int top_pad = 64 << 20;         ///< extra heap obtained per sbrk
+};
+
+/// Makes glibc keep the memory a training step frees for the next step instead of returning it
+/// to the kernel and page-faulting it back in (each step allocates and frees the same large
+/// activation and gradient buffers; with glibc's defaults a small BERT step spent a sizeable
+/// share of its time in page faults). Process-wide and once; the resident memory then stays at
+/// its peak (the peak itself does not grow). Skipped when CTRAINER_MALLOC_DEFAULTS=1 or when the
+/// user tuned malloc through MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ / MALLOC_TOP_PAD_.
+/// Returns whether the settings were applied.
+bool keep_freed_memory(const MallocSettings& settings = {});
+
 }  // namespace ctrainer

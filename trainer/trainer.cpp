@@ -4,8 +4,10 @@
 #include <exception>
 #include <filesystem>
 
+#include <torch/cuda.h>
 #include <torch/optim/optimizer.h>
 
+#include <ctrainer/distributed/process_group.h>
 #include <ctrainer/trainer/callbacks/default_flow_callback.h>
 #include <ctrainer/trainer/callbacks/log_file_callback.h>
 #include <ctrainer/trainer/callbacks/progress_callback.h>
@@ -44,6 +46,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   process_ = ProcessInfo::from_environment(args_.local_rank);
   logging::setup(args_, process_);
   configure_intra_op_threads(process_.local_world_size);
+  keep_freed_memory();
   warn_if_reference_blas();
   if (args_.full_determinism)
     enable_full_determinism(args_.seed);
@@ -123,6 +126,13 @@ TrainOutput Trainer::train() {
     ~ResetInTrain() { flag = false; }
   } reset_in_train{in_train_};
   train_dataloader_ = get_train_dataloader();
+  profiler_ = StepProfiler(
+      args_.profile_steps,
+      device_.is_cuda() ? std::function<void()>([index = device_.index()] {
+        torch::cuda::synchronize(index);
+      })
+                        : std::function<void()>(),
+      collective_wait_seconds);
   const TrainingPlan plan = plan_training(*train_dataloader_);
   start_state(plan);
   // transformers' trainer_config_finalize: the schedule's "auto" values, then one error listing
@@ -172,11 +182,15 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
     // The whole window is fetched first (HF's get_batch_samples) so that each micro-batch's
     // loss can be weighted by its share of the window's examples.
     const int64_t window_size = std::min(ga, batches - first);
+    profiler_.begin_step(state_.global_step + 1);
     std::vector<Batch> window;
     int64_t window_items = 0;
-    for (int64_t i = 0; i < window_size; ++i) {
-      window.push_back(train_batches_->next());
-      window_items += window.back().size();
+    {
+      auto timer = profiler_.measure(StepPhase::kDataWait);
+      for (int64_t i = 0; i < window_size; ++i) {
+        window.push_back(train_batches_->next());
+        window_items += window.back().size();
+      }
     }
     for (int64_t i = 0; i < window_size; ++i) {
       const Batch& batch = window[static_cast<size_t>(i)];
@@ -195,6 +209,7 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
                        static_cast<double>(first + i + 1) / static_cast<double>(batches);
         fire(&TrainerCallback::on_step_end);
         maybe_log_save_evaluate();
+        if (profiler_.end_step(state_.global_step)) write_step_profile();
         if (const int signal = preemption ? preemption->agreed_signal() : 0) exit_on_signal(signal);
       } else {
         fire(&TrainerCallback::on_substep_end);
@@ -211,11 +226,15 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
 void Trainer::apply_accumulated_gradients() {
   // Unscaled before clipping, so grad_norm and clipping see the true gradients; global_step
   // advances even when an overflow skips the step.
-  const bool skip_step =
-      precision_->unscale_and_check_overflow(*model_, *strategy_, state_.global_step + 1);
-  // max_grad_norm 0 only measures the norm: transformers 5 logs grad_norm either way.
-  grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
+  bool skip_step = false;
+  {
+    auto timer = profiler_.measure(StepPhase::kClip);
+    skip_step = precision_->unscale_and_check_overflow(*model_, *strategy_, state_.global_step + 1);
+    // max_grad_norm 0 only measures the norm: transformers 5 logs grad_norm either way.
+    grad_norm_ = strategy_->clip_grad_norm(*model_, args_.max_grad_norm);
+  }
   fire(&TrainerCallback::on_pre_optimizer_step);
+  auto timer = profiler_.measure(StepPhase::kOptimizer);
   if (!skip_step) strategy_->optimizer_step(*optimizer_);
   fire(&TrainerCallback::on_optimizer_step);
   // transformers 5 logs the learning rate this step used, read before the scheduler moves on
@@ -310,6 +329,8 @@ TrainOutput Trainer::finish_training(std::chrono::steady_clock::time_point start
   metrics["train_loss"] = train_loss;
   this->log(metrics_to_json(metrics));
   if (state_.epoch) metrics["epoch"] = *state_.epoch;
+  // A run shorter than the profiled window still reports the steps it timed.
+  if (profiler_.enabled() && !profiler_.complete()) write_step_profile();
   fire(&TrainerCallback::on_train_end);
   return TrainOutput{state_.global_step, train_loss, metrics};
 }
@@ -345,11 +366,26 @@ void Trainer::maybe_log_save_evaluate() {
     log(std::move(logs));
   }
   if (control_.should_evaluate) {
+    auto timer = profiler_.measure(StepPhase::kEvaluation);
     Metrics metrics = evaluate();
     update_best_metric(metrics);
     if (args_.save_strategy == SaveStrategy::kBest) control_.should_save = is_new_best_;
   }
-  if (control_.should_save) save_checkpoint();
+  if (control_.should_save) {
+    auto timer = profiler_.measure(StepPhase::kCheckpoint);
+    save_checkpoint();
+  }
+}
+
+void Trainer::write_step_profile() const {
+  logging::logger()->info("{}", profiler_.summary());
+  if (!process_.is_world_process_zero()) return;
+  nlohmann::json report = profiler_.report();
+  report["rank"] = process_.rank;
+  report["world_size"] = strategy_->world_size();
+  report["device"] = device_.str();
+  std::filesystem::create_directories(args_.output_dir);
+  write_json_file(std::filesystem::path(args_.output_dir) / "profile.json", report);
 }
 
 }  // namespace ctrainer

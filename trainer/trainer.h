@@ -25,6 +25,7 @@
 #include <ctrainer/trainer/data/dataset.h>
 #include <ctrainer/trainer/precision/precision.h>
 #include <ctrainer/trainer/sharding/sharding_config.h>
+#include <ctrainer/trainer/step_profiler.h>
 #include <ctrainer/trainer/trainer_state.h>
 #include <ctrainer/trainer/training_args.h>
 
@@ -297,6 +298,10 @@ class Trainer {
   bool in_train_ = false;
   /// The dtype the model was cast to for full evaluation, if it was.
   std::optional<at::ScalarType> model_eval_dtype_;
+  /// --profile_steps: times the phases of the first steps (disabled: measures nothing).
+  StepProfiler profiler_{0, {}, {}};
+  /// Logs the step profile and writes output_dir/profile.json (world process zero).
+  void write_step_profile() const;
 };
 
 }  // namespace ctrainer

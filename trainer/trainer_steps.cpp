@@ -140,9 +140,12 @@ void Trainer::backward(const at::Tensor& loss) {
 at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
                                   std::optional<int64_t> num_items_in_batch) {
   model.train();
-  Batch on_device = inputs.to(device_);
   at::Tensor loss;
+  int64_t batch_size = 0;
   {
+    auto timer = profiler_.measure(StepPhase::kForward);
+    const Batch on_device = inputs.to(device_);
+    batch_size = on_device.size();
     // Forward and loss in the mixed-precision dtype; backward outside (fp32 gradients).
     AutocastScope autocast(device_.type(), precision_->autocast_dtype());
     before_forward(model);  // ZeRO-3: gathers the parameters outside the wrapped units
@@ -151,10 +154,12 @@ at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
   // compute_loss returns the batch mean; weighting it by the batch's share of the window makes
   // the summed gradient the mean over all of the window's examples, even for a short window.
   // A window of one batch has share 1: skip the multiply (one autograd node less per step).
-  if (num_items_in_batch && *num_items_in_batch > 0 && *num_items_in_batch != on_device.size())
-    loss =
-        loss * (static_cast<double>(on_device.size()) / static_cast<double>(*num_items_in_batch));
-  backward(loss);
+  if (num_items_in_batch && *num_items_in_batch > 0 && *num_items_in_batch != batch_size)
+    loss = loss * (static_cast<double>(batch_size) / static_cast<double>(*num_items_in_batch));
+  {
+    auto timer = profiler_.measure(StepPhase::kBackward);
+    backward(loss);
+  }
   return loss.detach();
 }
 

@@ -165,6 +165,7 @@ void TrainingArguments::validate() {
     check_at_least("save_total_limit", *save_total_limit, 1,
                    "leave it unset to keep every checkpoint");
   }
+  check_at_least("profile_steps", profile_steps, 0, "use 0 to profile nothing");
   check_at_least("per_device_train_batch_size", per_device_train_batch_size, 1);
   check_at_least("per_device_eval_batch_size", per_device_eval_batch_size, 1);
   check_at_least("gradient_accumulation_steps", gradient_accumulation_steps, 1);

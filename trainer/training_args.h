@@ -37,6 +37,10 @@ struct TrainingArguments {
   /// Log every N optimizer steps (a value < 1 is a ratio of max_steps).
   double logging_steps = 500;
   bool logging_first_step = false;
+  /// ctrainer's: time where optimizer steps 2..N+1 spend their time (data wait, forward,
+  /// backward, clip, optimizer, communication, checkpoint, evaluation) and write
+  /// output_dir/profile.json; 0 (the default) measures nothing.
+  int64_t profile_steps = 0;
   /// When to write output_dir/checkpoint-<step>; kBest: whenever metric_for_best_model improves.
   SaveStrategy save_strategy = SaveStrategy::kSteps;
   double save_steps = 500;
@@ -58,8 +62,8 @@ struct TrainingArguments {
   double adam_epsilon = 1e-8;
   /// Clip the global L2 norm of the gradients to this value (0 disables clipping).
   double max_grad_norm = 1.0;
-  /// kAdamWHf trains as kAdamWTorch.
-  OptimizerName optim = OptimizerName::kAdamWTorch;
+  /// HF's default on torch >= 2.8 (adamw_torch_fused); kAdamWHf trains as kAdamWTorch.
+  OptimizerName optim = OptimizerName::kAdamWTorchFused;
 
   // ---- schedule ----
   /// May be fractional: the last epoch is then partial.

@@ -1,8 +1,10 @@
 #include <ctrainer/models/bert/bert_attention.h>
 
+#include <cmath>
 #include <optional>
 
 #include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/softmax.h>
 
 namespace ctrainer {
 
@@ -20,12 +22,26 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Te
     return x.view({batch, length, num_heads_, width / num_heads_}).permute({0, 2, 1, 3});
   };
   // HF BertSdpaSelfAttention: softmax(q k^T / sqrt(head_dim) + mask) v, dropout on the
-  // probabilities only in training; torch picks a fused kernel where one applies.
-  std::optional<at::Tensor> additive_mask;
-  if (mask.defined()) additive_mask = mask;
-  at::Tensor context = at::scaled_dot_product_attention(
-      heads(query->forward(hidden)), heads(key->forward(hidden)), heads(value->forward(hidden)),
-      additive_mask, is_training() ? dropout_prob_ : 0.0, /*is_causal=*/false);
+  // probabilities only in training.
+  const at::Tensor q = heads(query->forward(hidden));
+  const at::Tensor k = heads(key->forward(hidden));
+  const at::Tensor v = heads(value->forward(hidden));
+  at::Tensor context;
+  if (is_training() && dropout_prob_ > 0.0 && hidden.device().is_cpu()) {
+    // On the CPU, SDPA with dropout takes its unfused math path anyway, whose dropout is torch's
+    // slow per-element draw; the same steps with ctrainer::dropout.
+    at::Tensor scores =
+        at::matmul(q, k.transpose(-2, -1)).mul_(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+    if (mask.defined()) scores.add_(mask);
+    context = at::matmul(ctrainer::dropout(at::softmax(scores, -1), dropout_prob_, true), v);
+  } else {
+    // Fused kernels (flash / memory-efficient) where torch has one for these inputs.
+    std::optional<at::Tensor> additive_mask;
+    if (mask.defined()) additive_mask = mask;
+    context = at::scaled_dot_product_attention(q, k, v, additive_mask,
+                                               is_training() ? dropout_prob_ : 0.0,
+                                               /*is_causal=*/false);
+  }
   return context.permute({0, 2, 1, 3}).reshape({batch, length, width});
 }
 
@@ -34,7 +50,7 @@ BertSelfOutputImpl::BertSelfOutputImpl(const BertConfig& c) {
   LayerNorm = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
-  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
+  dropout = register_module("dropout", Dropout(c.hidden_dropout_prob));
 }
 
 at::Tensor BertSelfOutputImpl::forward(const at::Tensor& context, const at::Tensor& input) {

@@ -2,11 +2,11 @@
 /// \file BERT multi-head self-attention (HF BertSelfAttention + BertSelfOutput = BertAttention).
 /// State-dict names: attention.self.{query,key,value}, attention.output.{dense,LayerNorm}.
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <ctrainer/models/bert/bert_config.h>
+#include <ctrainer/models/dropout.h>
 
 namespace ctrainer {
 
@@ -35,7 +35,7 @@ class BertSelfOutputImpl : public torch::nn::Module {
 
   torch::nn::Linear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: HF's state_dict name
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};  // ctrainer::Dropout: torch's distribution, a cheaper CPU mask
 };
 TORCH_MODULE(BertSelfOutput);
 

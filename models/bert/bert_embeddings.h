@@ -3,11 +3,11 @@
 /// (HF modeling_bert.BertEmbeddings; parameter names word_embeddings, position_embeddings,
 /// token_type_embeddings, LayerNorm).
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <ctrainer/models/bert/bert_config.h>
+#include <ctrainer/models/dropout.h>
 #include <ctrainer/trainer/core/forward_hooks.h>
 
 namespace ctrainer {
@@ -25,7 +25,7 @@ class BertEmbeddingsImpl : public torch::nn::Module {
   torch::nn::Embedding position_embeddings{nullptr};
   torch::nn::Embedding token_type_embeddings{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: HF's attribute name is the state_dict key
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};  // ctrainer::Dropout: torch's distribution, a cheaper CPU mask
 
  private:
   /// ZeRO-3 / FSDP may wrap the embeddings as a unit of their own.

@@ -25,7 +25,7 @@ BertForSequenceClassification::BertForSequenceClassification(const BertConfig& c
     : config_(config) {
   config_.validate();
   bert = register_module("bert", BertModel(config_));
-  dropout = register_module("dropout", torch::nn::Dropout(config_.effective_classifier_dropout()));
+  dropout = register_module("dropout", Dropout(config_.effective_classifier_dropout()));
   classifier =
       register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
   // BertModel initialised itself; the head gets the same rules (HF post_init).

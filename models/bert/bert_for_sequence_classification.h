@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/bert/bert_model.h>
+#include <ctrainer/models/dropout.h>
 #include <ctrainer/models/model.h>
 #include <ctrainer/models/pretrained_weights.h>
 
@@ -70,7 +70,7 @@ class BertForSequenceClassification : public Model {
   static WeightLoadOptions weight_load_options();
 
   BertModel bert{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};  // ctrainer::Dropout: torch's distribution, a cheaper CPU mask
   torch::nn::Linear classifier{nullptr};
 
  private:

@@ -17,7 +17,7 @@ BertOutputImpl::BertOutputImpl(const BertConfig& c) {
   LayerNorm = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
-  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
+  dropout = register_module("dropout", Dropout(c.hidden_dropout_prob));
 }
 
 at::Tensor BertOutputImpl::forward(const at::Tensor& intermediate, const at::Tensor& input) {

@@ -5,6 +5,8 @@ save_pretrained), train on the same MRPC examples in the same order (train_sampl
 sequential on both sides), with the same token ids, dropout 0, AdamW with weight decay (HF's
 no-decay rules), a linear schedule with warmup, clipping, and gradient accumulation 2 over an odd
 number of micro-batches per epoch, so every epoch ends with a short window of one micro-batch.
+The optimizer is adamw_torch_fused on both sides (HF's default on torch >= 2.8, and ours): the
+reference adamw_torch follows the same trajectory (tests/unit/fused_adamw_test.cpp).
 Then it checks, within 1e-4 relative unless said otherwise:
 
 - every logged step: loss, learning_rate, grad_norm (epoch and step exactly);
@@ -221,7 +223,7 @@ def run_ours(init, out, cache):
                "--per_device_eval_batch_size", "16",
                "--gradient_accumulation_steps", str(ACCUMULATION),
                "--max_steps", str(MAX_STEPS), "--lr_scheduler_type", "linear",
-               "--optim", "adamw_torch", "--train_sampling_strategy", "sequential",
+               "--optim", "adamw_torch_fused", "--train_sampling_strategy", "sequential",
                "--logging_steps", "1", "--save_strategy", "steps", "--save_steps",
                str(SAVE_STEPS), "--use_cpu", "--report_to", "none", "--disable_tqdm"]
     for key, value in HYPER.items():
@@ -261,7 +263,7 @@ def hf_trainer(init, out, train, evaluation, tokenizer, max_steps, normalise_per
         output_dir=out, use_cpu=True, report_to="none", disable_tqdm=True,
         per_device_train_batch_size=BATCH, per_device_eval_batch_size=16,
         gradient_accumulation_steps=ACCUMULATION, max_steps=max_steps,
-        lr_scheduler_type="linear", optim="adamw_torch", train_sampling_strategy="sequential",
+        lr_scheduler_type="linear", optim="adamw_torch_fused", train_sampling_strategy="sequential",
         logging_steps=1, save_strategy="steps" if save else "no", save_steps=SAVE_STEPS,
         dataloader_num_workers=0, **HYPER)
     model = BertForSequenceClassification.from_pretrained(init)

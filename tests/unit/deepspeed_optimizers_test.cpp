@@ -15,6 +15,7 @@
 
 #include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/deepspeed_optimizers.h>
+#include <ctrainer/trainer/optim/fused_adamw.h>
 
 namespace ctrainer {
 namespace {
@@ -96,8 +97,8 @@ TEST(DeepSpeedOptimizersTest, AdamWModeFalseIsL2) {
 TEST(DeepSpeedOptimizersTest, AdamDefaultsAreFusedAdams) {
   Fixture f;
   auto optimizer = create_deepspeed_optimizer("Adam", json::object(), *f.model);
-  auto* adamw = dynamic_cast<torch::optim::AdamW*>(optimizer.get());
-  ASSERT_NE(adamw, nullptr);
+  // FusedAdam is a fused kernel: FusedAdamW; torch_adam (below) asks for torch's AdamW.
+  ASSERT_NE(dynamic_cast<FusedAdamW*>(optimizer.get()), nullptr);
   // One group with every trainable parameter, bias included (HF passes DeepSpeed a flat list).
   ASSERT_EQ(optimizer->param_groups().size(), 1u);
   EXPECT_EQ(optimizer->param_groups()[0].params().size(), 2u);
@@ -109,6 +110,8 @@ TEST(DeepSpeedOptimizersTest, AdamDefaultsAreFusedAdams) {
   EXPECT_FALSE(o.amsgrad());
   // torch_adam: DeepSpeed builds torch.optim.AdamW itself, with torch's default weight decay.
   auto torch_adamw = create_deepspeed_optimizer("AdamW", {{"torch_adam", true}}, *f.model);
+  EXPECT_EQ(dynamic_cast<FusedAdamW*>(torch_adamw.get()), nullptr);
+  ASSERT_NE(dynamic_cast<torch::optim::AdamW*>(torch_adamw.get()), nullptr);
   EXPECT_EQ(torch_adamw->param_groups()[0].options().get_lr(), 1e-3);
   EXPECT_EQ(static_cast<torch::optim::AdamWOptions&>(torch_adamw->param_groups()[0].options())
                 .weight_decay(),

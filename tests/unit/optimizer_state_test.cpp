@@ -181,6 +181,12 @@ TEST(OptimizerState, AdamWResumesBitIdentically) {
 TEST(OptimizerState, AdamWAmsgradResumesBitIdentically) {
   check_resume(OptimizerName::kAdamWTorch, true);
 }
+TEST(OptimizerState, FusedAdamWResumesBitIdentically) {
+  check_resume(OptimizerName::kAdamWTorchFused, false);
+}
+TEST(OptimizerState, FusedAdamWAmsgradResumesBitIdentically) {
+  check_resume(OptimizerName::kAdamWTorchFused, true);
+}
 TEST(OptimizerState, SgdMomentumResumesBitIdentically) {
   check_resume(OptimizerName::kSgd, false);
 }

@@ -144,6 +144,9 @@ void check_decay_step(OptimizerName optim) {
 TEST(CreateOptimizer, AdamWDecaysOnlyDecayParams) {
   check_decay_step(OptimizerName::kAdamWTorch);
 }
+TEST(CreateOptimizer, FusedAdamWDecaysOnlyDecayParams) {
+  check_decay_step(OptimizerName::kAdamWTorchFused);
+}
 TEST(CreateOptimizer, AdamWHfAlias) {
   check_decay_step(OptimizerName::kAdamWHf);
 }

@@ -64,7 +64,7 @@ TEST(Choices, TablesHoldHuggingFacesNamesInHelpOrder) {
   using V = std::vector<std::string>;
   EXPECT_EQ(choice_names<IntervalStrategy>(), (V{"no", "steps", "epoch"}));
   EXPECT_EQ(choice_names<SaveStrategy>(), (V{"no", "steps", "epoch", "best"}));
-  EXPECT_EQ(choice_names<OptimizerName>(), (V{"adamw_torch", "adamw_hf", "sgd"}));
+  EXPECT_EQ(choice_names<OptimizerName>(), (V{"adamw_torch_fused", "adamw_torch", "adamw_hf", "sgd"}));
   EXPECT_EQ(choice_names<SchedulerType>(),
             (V{"linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
                "constant_with_warmup", "inverse_sqrt"}));
@@ -92,7 +92,7 @@ TEST(Choices, BadNameNamesTheFlagAndTheChoices) {
   EXPECT_EQ(message([] { parse_choice<SaveStrategy>("Steps", "save_strategy"); }),
             "--save_strategy must be one of no, steps, epoch, best (got 'Steps')");
   EXPECT_EQ(message([] { parse_choice<OptimizerName>("adam", "optim"); }),
-            "--optim must be one of adamw_torch, adamw_hf, sgd (got 'adam')");
+            "--optim must be one of adamw_torch_fused, adamw_torch, adamw_hf, sgd (got 'adam')");
   EXPECT_EQ(message([] { parse_choice<SchedulerType>("", "lr_scheduler_type"); }),
             "--lr_scheduler_type must be one of linear, cosine, cosine_with_restarts, polynomial, "
             "constant, constant_with_warmup, inverse_sqrt (got '')");
@@ -119,7 +119,7 @@ TEST(Choices, ValuesTransformersKnowAreNotSupportedYet) {
     return "";
   };
   EXPECT_EQ(message([] { parse_choice<OptimizerName>("adafactor", "optim"); }),
-            "not supported yet: --optim adafactor (available: adamw_torch, adamw_hf, sgd)");
+            "not supported yet: --optim adafactor (available: adamw_torch_fused, adamw_torch, adamw_hf, sgd)");
   EXPECT_EQ(message([] { parse_choice<LogLevel>("detail", "log_level_replica"); }),
             "not supported yet: --log_level_replica detail (available: passive, debug, info, "
             "warning, error, critical)");
@@ -159,7 +159,7 @@ TEST(Choices, RegistryChoicesComeFromTheTables) {
   const std::string help = ArgumentParser("test").help();
   EXPECT_NE(help.find("--save_strategy {no,steps,epoch,best}  (default: steps)"),
             std::string::npos);
-  EXPECT_NE(help.find("--optim {adamw_torch,adamw_hf,sgd}  (default: adamw_torch)"),
+  EXPECT_NE(help.find("--optim {adamw_torch_fused,adamw_torch,adamw_hf,sgd}  (default: adamw_torch_fused)"),
             std::string::npos);
   EXPECT_NE(help.find("--ddp_backend {gloo,nccl}  (default: None)"), std::string::npos);
 }
@@ -232,7 +232,7 @@ TEST(Choices, ParserJudgesOnlyTheLastValueOfAFlag) {
 TEST(Choices, TyposComeFirstAndUnbuiltValuesLast) {
   // As when validate() judged the names: a typo before any range check ...
   EXPECT_EQ(parse_error({"--learning_rate", "-1", "--optim", "adam"}),
-            "--optim must be one of adamw_torch, adamw_hf, sgd (got 'adam')");
+            "--optim must be one of adamw_torch_fused, adamw_torch, adamw_hf, sgd (got 'adam')");
   // ... and a value not supported yet after them, so a bad value gets its own message.
   EXPECT_EQ(parse_error({"--optim", "adafactor", "--learning_rate", "-1"}),
             "--learning_rate must be >= 0 (got -1.0)");

@@ -26,8 +26,9 @@ enum class IntervalStrategy { kNo, kSteps, kEpoch };
 /// HF SaveStrategy: when to write a checkpoint (save_strategy).
 enum class SaveStrategy { kNo, kSteps, kEpoch, kBest };
 /// HF OptimizerNames that ctrainer implements (optim). kAdamWHf trains as kAdamWTorch; it stays
-/// a value of its own so that training_args.json keeps what the user wrote.
-enum class OptimizerName { kAdamWTorch, kAdamWHf, kSgd };
+/// a value of its own so that training_args.json keeps what the user wrote. kAdamWTorchFused
+/// (HF's default on torch >= 2.8) is the same update in one fused kernel (FusedAdamW).
+enum class OptimizerName { kAdamWTorch, kAdamWHf, kSgd, kAdamWTorchFused };
 /// HF SchedulerType values that ctrainer implements (lr_scheduler_type).
 enum class SchedulerType {
   kLinear,
@@ -97,14 +98,15 @@ struct ChoiceTable<SaveStrategy> : ChoiceTableDefaults {
 template <>
 struct ChoiceTable<OptimizerName> : ChoiceTableDefaults {
   using E = OptimizerName;
-  static constexpr std::array<Choice<E>, 3> kChoices{{
+  static constexpr std::array<Choice<E>, 4> kChoices{{
+      {E::kAdamWTorchFused, "adamw_torch_fused"},
       {E::kAdamWTorch, "adamw_torch"},
       {E::kAdamWHf, "adamw_hf"},
       {E::kSgd, "sgd"},
   }};
   // clang-format off
-  static constexpr std::array<std::string_view, 40> kLater{
-      "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused", "adamw_apex_fused",
+  static constexpr std::array<std::string_view, 39> kLater{
+      "adamw_torch_xla", "adamw_torch_npu_fused", "adamw_apex_fused",
       "adafactor", "adamw_anyprecision", "adamw_torch_4bit", "adamw_torch_8bit", "ademamix",
       "adagrad", "adamw_bnb_8bit", "adamw_8bit", "ademamix_8bit", "lion_8bit", "lion_32bit",
       "paged_adamw_32bit", "paged_adamw_8bit", "paged_ademamix_32bit", "paged_ademamix_8bit",

@@ -65,6 +65,11 @@ std::vector<OptionSpec> build_training_args_options() {
         "Log every N optimizer steps with logging_strategy=steps; a value below 1 is a ratio of "
         "the total training steps.");
   t.add(&TA::logging_first_step, "logging_first_step", "Also log after the first optimizer step.");
+  t.add(&TA::profile_steps, "profile_steps",
+        "ctrainer: time the phases of optimizer steps 2..N+1 (data wait, forward, backward, "
+        "clip, optimizer, communication, checkpoint, evaluation), log them and write "
+        "output_dir/profile.json with the time from process start to the first step; 0: off. "
+        "On CUDA each phase ends with a device synchronisation while profiling.");
   t.add(&TA::save_strategy, "save_strategy",
         "When to save checkpoints (output_dir/checkpoint-<step>): no, steps, epoch, or best "
         "(whenever metric_for_best_model improves).");
@@ -97,7 +102,8 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::adam_epsilon, "adam_epsilon", "epsilon of Adam/AdamW.");
   t.add(&TA::max_grad_norm, "max_grad_norm",
         "Clip the global L2 norm of the gradients to this value (0 disables clipping).");
-  t.add(&TA::optim, "optim", "Optimizer: adamw_torch (= adamw_hf) or sgd.");
+  t.add(&TA::optim, "optim", "Optimizer: adamw_torch_fused (default, as HF on torch >= 2.8: one fused kernel), "
+        "adamw_torch (= adamw_hf: the reference AdamW) or sgd.");
 
   t.group("schedule");
   t.add(&TA::num_train_epochs, "num_train_epochs",

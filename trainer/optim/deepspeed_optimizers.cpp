@@ -12,6 +12,7 @@
 
 #include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/deepspeed_params.h>
+#include <ctrainer/trainer/optim/fused_adamw.h>
 
 namespace ctrainer {
 namespace {
@@ -101,6 +102,9 @@ std::shared_ptr<torch::optim::Optimizer> make_adam(bool adamw_type, const nlohma
                        .eps(eps)
                        .weight_decay(weight_decay)
                        .amsgrad(amsgrad);
+    // DeepSpeed's FusedAdam is a one-pass multi-tensor kernel, as FusedAdamW is; torch_adam
+    // asks for torch's own implementation.
+    if (!torch_adam) return std::make_shared<FusedAdamW>(parameters, options);
     return std::make_shared<torch::optim::AdamW>(parameters, options);
   }
   // adam_w_mode false: FusedAdam's L2 mode, grad += weight_decay * param, as torch's Adam does.

@@ -26,7 +26,8 @@ namespace ctrainer {
 /// - "Adam" / "AdamW" (case-insensitive, as DeepSpeed lower-cases its own optimizer names):
 ///   DeepSpeed's FusedAdam (DeepSpeedCPUAdam under ZeRO offload; same defaults): lr 1e-3,
 ///   betas [0.9, 0.999], eps 1e-8, weight_decay 0, bias_correction true. "AdamW", and "Adam"
-///   unless `adam_w_mode: false`, decay the weights decoupled -> torch::optim::AdamW; "Adam"
+///   unless `adam_w_mode: false`, decay the weights decoupled -> FusedAdamW (torch's fused
+///   kernel; torch::optim::AdamW with `torch_adam: true`); "Adam"
 ///   with `adam_w_mode: false` adds L2 to the gradient -> torch::optim::Adam. With
 ///   `torch_adam: true` DeepSpeed uses torch.optim.AdamW / Adam themselves, whose default
 ///   weight_decay is 0.01 for AdamW (0 for Adam) and which allow `amsgrad: true`.

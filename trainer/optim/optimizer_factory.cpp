@@ -14,6 +14,7 @@
 #include <torch/optim/sgd.h>
 
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/optim/fused_adamw.h>
 
 namespace ctrainer {
 namespace {
@@ -158,6 +159,8 @@ std::shared_ptr<torch::optim::Optimizer> create_optimizer(const TrainingArgument
     auto defaults = torch::optim::AdamWOptions(args.learning_rate)
                         .betas(std::make_tuple(args.adam_beta1, args.adam_beta2))
                         .eps(args.adam_epsilon);
+    if (args.optim == OptimizerName::kAdamWTorchFused)
+      return std::make_shared<FusedAdamW>(make_groups(defaults), defaults);
     return std::make_shared<torch::optim::AdamW>(make_groups(defaults), defaults);
   }
   auto defaults = torch::optim::SGDOptions(args.learning_rate);

@@ -29,6 +29,7 @@ std::vector<std::string> get_decay_parameter_names(const torch::nn::Module& mode
 /// HF's Trainer.create_optimizer for `args.optim`:
 /// - kAdamWTorch and kAdamWHf: torch::optim::AdamW, lr=learning_rate,
 ///   betas=(adam_beta1, adam_beta2), eps=adam_epsilon;
+/// - kAdamWTorchFused: the same as a FusedAdamW (torch.optim.AdamW(fused=True));
 /// - kSgd: torch::optim::SGD, lr=learning_rate, torch's defaults otherwise (momentum 0,
 ///   dampening 0, no Nesterov), as HF passes only the lr.
 /// Both get two param groups, in this order: the decay parameters (weight_decay =
