@@ -167,7 +167,7 @@ BenchResult run_trainer_overhead(const BenchOptions& options) {
   result.config["rounds"] = options.rounds;
   result.config["threads"] = 0;  // filled in after the first Trainer set the thread count
   result.config["optimizer"] =
-      "adamw_torch, lr 1e-3, weight_decay 0.01, linear schedule, warmup_ratio 0.1, max_grad_norm "
+      "adamw_torch_fused, lr 1e-3, weight_decay 0.01, linear schedule, warmup_ratio 0.1, max_grad_norm "
       "1.0";
   for (const auto& w : workloads(options.quick)) {
     const auto args = workload_args(w);
