@@ -13,6 +13,7 @@
 
 namespace ctrainer::bench {
 Scenario trainer_overhead_scenario();
+Scenario scaling_scenario();
 Scenario checkpoint_io_scenario();
 Scenario precision_scenario();
 Scenario gradient_checkpointing_scenario();
@@ -28,6 +29,7 @@ using ctrainer::bench::Scenario;
 
 std::vector<Scenario> all_scenarios() {
   return {ctrainer::bench::trainer_overhead_scenario(),
+          ctrainer::bench::scaling_scenario(),
           ctrainer::bench::checkpoint_io_scenario(),
           ctrainer::bench::gradient_checkpointing_scenario(),
           ctrainer::bench::tokenizer_scenario(),
