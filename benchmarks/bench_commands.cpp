@@ -75,7 +75,11 @@ std::vector<std::string> split_command(const std::string& command) {
 int report_command(const std::vector<std::string>& args) {
   fs::path dir = "benchmarks/results";
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--results" && i + 1 < args.size()) {
+    if (args[i] == "--results") {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "error: ctrainer-bench report: --results needs a folder\n");
+        return 2;
+      }
       dir = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::printf(

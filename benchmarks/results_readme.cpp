@@ -1,5 +1,6 @@
 #include "results_readme.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -112,8 +113,8 @@ std::string environment_text(const json& env) {
   return out;
 }
 
-/// Every name of `results` that the text between the start of `readme` and `kReadingsEnd`
-/// does not mention as **NAME**.
+/// A "(reading to be written)" line for each of `names` that the hand-written `readings` do not
+/// mention as **NAME** yet.
 std::string readings_placeholders(const std::string& readings,
                                   const std::vector<std::string>& names) {
   std::string out;
