@@ -2,7 +2,8 @@
 # Debian packages, and the pinned torch wheel in a Python environment outside the clone).
 #   make demo    train a small BERT on the bundled GLUE SST-2 and print its dev metrics (main job)
 #   make test    install deps (+ the tests' Python references), configure, build, run all of ctest
-#   make bench   run ctrainer-bench trainer_overhead
+#   make bench   re-run every benchmarks/results/*.json with its recorded command, then rewrite
+#                benchmarks/results/README.md (BENCH_SCENARIOS="ddp scaling" selects some)
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -48,8 +49,11 @@ demo: configure
 	  --warmup_ratio 0.06 --weight_decay 0.01 --num_train_epochs 1 --logging_steps 500 \
 	  --save_strategy no --report_to none
 
-bench: build
-	$(BUILD_DIR)/benchmarks/ctrainer-bench trainer_overhead --json $(BUILD_DIR)/trainer_overhead.json
+# Builds only ctrainer-bench. Full settings: this takes a while (see each result's "command").
+bench: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target ctrainer-bench
+	BENCH_SCENARIOS="$(BENCH_SCENARIOS)" bash benchmarks/run_benchmarks.sh \
+	  $(BUILD_DIR)/benchmarks/ctrainer-bench benchmarks/results
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)

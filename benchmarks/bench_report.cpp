@@ -7,7 +7,14 @@
 namespace ctrainer::bench {
 
 nlohmann::json BenchResult::to_json() const {
-  return {{"scenario", scenario}, {"config", config}, {"metrics", metrics}};
+  nlohmann::json table_rows = nlohmann::json::array();
+  for (const auto& r : rows) table_rows.push_back(r.cells);
+  nlohmann::json out = {
+      {"scenario", scenario}, {"config", config},
+      {"metrics", metrics},   {"table", {{"header", header}, {"rows", table_rows}}},
+      {"command", command},   {"environment", environment}};
+  if (!plots.empty()) out["plots"] = plots;
+  return out;
 }
 
 std::string BenchResult::table() const {

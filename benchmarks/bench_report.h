@@ -12,6 +12,8 @@ namespace ctrainer::bench {
 struct BenchOptions {
   int64_t rounds = 7;  ///< measured rounds per configuration (after one warm-up)
   bool quick = false;  ///< tiny sizes, for smoke tests of the harness
+  /// Where scenarios that draw charts write their SVG files ("": no charts).
+  std::string plots_dir;
 };
 
 /// One row of the printed table.
@@ -19,14 +21,23 @@ struct TableRow {
   std::vector<std::string> cells;
 };
 
-/// The result of a scenario: {"scenario", "config", "metrics"} plus a readable table.
+/// The result of a scenario: {"scenario", "config", "metrics"} plus a readable table, and what
+/// ctrainer-bench adds to make it reproducible: the command line and the machine it ran on.
 struct BenchResult {
   std::string scenario;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json metrics = nlohmann::json::object();
   std::vector<std::string> header;
   std::vector<TableRow> rows;
+  /// The ctrainer-bench command line that produced the result (set by ctrainer-bench's main).
+  std::string command;
+  /// Date, CPU, threads, torch and BLAS of the run (collect_environment(), set by main).
+  nlohmann::json environment = nlohmann::json::object();
+  /// File names of the SVG charts the scenario wrote into BenchOptions::plots_dir.
+  std::vector<std::string> plots;
 
+  /// {"scenario", "config", "metrics", "table": {"header", "rows"}, "command", "environment"},
+  /// plus "plots" when there are any.
   nlohmann::json to_json() const;
   std::string table() const;
 };

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,11 +89,14 @@ std::vector<nlohmann::json> run_workers(const WorkerLaunch& launch) {
 
   std::string failure;
   std::vector<bool> running(pids.size(), true);
+  std::vector<long> max_rss_kb(pids.size(), 0);
   for (std::size_t left = pids.size(); left > 0;) {
     for (std::size_t r = 0; r < pids.size(); ++r) {
       int status = 0;
-      if (!running[r] || ::waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      rusage usage{};
+      if (!running[r] || ::wait4(pids[r], &status, WNOHANG, &usage) != pids[r]) continue;
       running[r] = false;
+      max_rss_kb[r] = usage.ru_maxrss;
       --left;
       if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failure.empty()) {
         failure = fmt::format(
@@ -113,6 +117,8 @@ std::vector<nlohmann::json> run_workers(const WorkerLaunch& launch) {
         failure = fmt::format("{}: worker rank {} wrote no {}", scenario, rank, path);
       else
         reports.push_back(nlohmann::json::parse(in));
+      if (failure.empty() && reports.back().is_object())
+        reports.back()["max_rss_bytes"] = static_cast<int64_t>(max_rss_kb[rank]) * 1024;
     }
     fs::remove(path);
   }

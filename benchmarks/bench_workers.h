@@ -18,7 +18,8 @@ struct WorkerLaunch {
   std::vector<std::string> env;
 };
 
-/// Launches the workers, waits for all of them and returns their reports by rank. When one
+/// Launches the workers, waits for all of them and returns their reports by rank, each with
+/// "max_rss_bytes" added: the process's peak resident set (wait4's ru_maxrss). When one
 /// fails the others are stopped (they would wait for it until the collective timeout) and this
 /// throws, naming the failed rank (its error is on stderr).
 std::vector<nlohmann::json> run_workers(const WorkerLaunch& launch);

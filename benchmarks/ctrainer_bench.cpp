@@ -1,13 +1,19 @@
-// ctrainer-bench <scenario> [--json PATH] [--rounds N] [--quick]
-// Runs one benchmark scenario, prints its table and writes {"scenario","config","metrics"}.
+// ctrainer-bench <scenario> [--json PATH] [--rounds N] [--quick] [--plots DIR]
+// Runs one benchmark scenario, prints its table and writes {"scenario","config","metrics",
+// "table","command","environment"}. `ctrainer-bench report` and `rerun`: bench_commands.h.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "bench_commands.h"
+#include "bench_environment.h"
 #include "bench_report.h"
 
 namespace ctrainer::bench {
 Scenario trainer_overhead_scenario();
+Scenario scaling_scenario();
 Scenario checkpoint_io_scenario();
 Scenario precision_scenario();
 Scenario gradient_checkpointing_scenario();
@@ -23,6 +29,7 @@ using ctrainer::bench::Scenario;
 
 std::vector<Scenario> all_scenarios() {
   return {ctrainer::bench::trainer_overhead_scenario(),
+          ctrainer::bench::scaling_scenario(),
           ctrainer::bench::checkpoint_io_scenario(),
           ctrainer::bench::gradient_checkpointing_scenario(),
           ctrainer::bench::tokenizer_scenario(),
@@ -35,12 +42,16 @@ std::vector<Scenario> all_scenarios() {
 int usage(const std::string& error) {
   std::FILE* out = error.empty() ? stdout : stderr;
   if (!error.empty()) std::fprintf(out, "error: %s\n", error.c_str());
-  std::fprintf(out,
-               "usage: ctrainer-bench <scenario> [--json PATH] [--rounds N] [--quick]\n"
-               "  --json PATH  also write the result as JSON to PATH\n"
-               "  --rounds N   measured rounds per configuration (default 7)\n"
-               "  --quick      tiny sizes (a smoke test of the harness, not a measurement)\n"
-               "scenarios:\n");
+  std::fprintf(
+      out,
+      "usage: ctrainer-bench <scenario> [--json PATH] [--rounds N] [--quick] [--plots DIR]\n"
+      "       ctrainer-bench report [--results DIR]   results/README.md from the JSONs\n"
+      "       ctrainer-bench rerun RESULT.json        re-run a result's recorded command\n"
+      "  --json PATH  also write the result as JSON to PATH\n"
+      "  --rounds N   measured rounds per configuration (default 7)\n"
+      "  --quick      tiny sizes (a smoke test of the harness, not a measurement)\n"
+      "  --plots DIR  write the scenario's SVG charts (if it draws any) into DIR\n"
+      "scenarios:\n");
   for (const auto& s : all_scenarios())
     std::fprintf(out, "  %-18s %s\n", s.name.c_str(), s.description.c_str());
   return error.empty() ? 0 : 2;
@@ -49,16 +60,26 @@ int usage(const std::string& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> all_args(argv, argv + argc);
+  if (argc > 1 && all_args[1] == "report")
+    return ctrainer::bench::report_command({all_args.begin() + 2, all_args.end()});
+  if (argc > 1 && all_args[1] == "rerun") {
+    std::vector<std::string> names;
+    for (const auto& s : all_scenarios()) names.push_back(s.name);
+    return ctrainer::bench::rerun_command({all_args.begin() + 2, all_args.end()}, names, argv[0]);
+  }
   std::string scenario_name, json_path;
   ctrainer::bench::BenchOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") return usage("");
-    if (arg == "--json" || arg == "--rounds") {
+    if (arg == "--json" || arg == "--rounds" || arg == "--plots") {
       if (i + 1 >= argc) return usage(arg + " needs a value");
       const std::string value = argv[++i];
       if (arg == "--json") {
         json_path = value;
+      } else if (arg == "--plots") {
+        options.plots_dir = value;
       } else {
         try {
           options.rounds = std::stoll(value);
@@ -79,15 +100,34 @@ int main(int argc, char** argv) {
     }
   }
   if (scenario_name.empty()) return usage("no scenario given");
-  for (const auto& scenario : all_scenarios()) {
+  const auto known = all_scenarios();
+  if (std::none_of(known.begin(), known.end(),
+                   [&](const Scenario& s) { return s.name == scenario_name; }))
+    return usage("unknown scenario '" + scenario_name + "'");
+  // Bad output paths are reported now, not after a run of many minutes.
+  // (--plots first: --json may name a file in that folder.)
+  if (!options.plots_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.plots_dir, error);
+    if (error)
+      return usage("--plots " + options.plots_dir + ": cannot create the folder (" +
+                   error.message() + ")");
+  }
+  if (const auto parent = std::filesystem::path(json_path).parent_path();
+      !json_path.empty() && !parent.empty() && !std::filesystem::is_directory(parent))
+    return usage("--json " + json_path + ": the folder " + parent.string() + " does not exist");
+  for (const auto& scenario : known) {
     if (scenario.name != scenario_name) continue;
     auto result = scenario.run(options);
+    result.command = ctrainer::bench::join_command(all_args);
+    result.environment = ctrainer::bench::collect_environment();
     std::fputs(result.table().c_str(), stdout);
     const std::string json = result.to_json().dump(2);
     if (!json_path.empty()) {
       std::ofstream out(json_path);
       if (!out) {
-        std::fprintf(stderr, "error: cannot write --json %s\n", json_path.c_str());
+        std::fprintf(stderr, "error: cannot write --json %s (does its folder exist?)\n",
+                     json_path.c_str());
         return 1;
       }
       out << json << '\n';
