@@ -1,6 +1,7 @@
 #pragma once
 // What a benchmark scenario produces, and how it is printed and saved.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,10 +11,21 @@ namespace ctrainer::bench {
 
 /// Options common to all scenarios (from the ctrainer-bench command line).
 struct BenchOptions {
-  int64_t rounds = 7;  ///< measured rounds per configuration (after one warm-up)
-  bool quick = false;  ///< tiny sizes, for smoke tests of the harness
+  int64_t rounds = 7;         ///< measured rounds per configuration (after one warm-up)
+  bool rounds_given = false;  ///< --rounds was on the command line (else: the default above)
+  bool quick = false;         ///< tiny sizes, for smoke tests of the harness
   /// Where scenarios that draw charts write their SVG files ("": no charts).
   std::string plots_dir;
+  /// The scenario's own flags (Scenario::flags) that were given: name without "--" -> value
+  /// ("true" for a bare flag that takes no value).
+  std::map<std::string, std::string> flags;
+};
+
+/// A flag that only one scenario accepts (vs_hf's --workloads, --device, ...).
+struct ScenarioFlag {
+  std::string name;        ///< without "--"
+  std::string value_name;  ///< shown in the usage, e.g. "LIST"; empty: a bare flag
+  std::string help;
 };
 
 /// One row of the printed table.
@@ -47,6 +59,7 @@ struct Scenario {
   std::string name;
   std::string description;
   std::function<BenchResult(const BenchOptions&)> run;
+  std::vector<ScenarioFlag> flags = {};  ///< flags of this scenario only
 };
 
 /// Median of the values (they are copied and sorted).

@@ -23,8 +23,9 @@ if [[ ! -d $results ]]; then
   exit 2
 fi
 
-# The names under "scenarios:" in the help text, first word of each line.
-available=$("$bench" --help | awk '/^scenarios:/ { on = 1; next } on && NF { print $1 }')
+# The names under "scenarios:" in the help text, first word of each line indented by two
+# spaces (a scenario's own flags follow it, indented further).
+available=$("$bench" --help | awk '/^scenarios:/ { on = 1; next } on && /^  [^ ]/ { print $1 }')
 selected=${BENCH_SCENARIOS:-$available}
 selected=${selected//,/ }
 for name in $selected; do

@@ -1,0 +1,81 @@
+#include "vs_hf/vs_hf_flops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+#include <nlohmann/json.hpp>
+
+namespace ctrainer::bench::vs_hf {
+
+ModelShape read_model_shape(const std::string& config_json) {
+  std::ifstream in(config_json);
+  if (!in) throw std::runtime_error("cannot read the model config " + config_json);
+  const auto config = nlohmann::json::parse(in);
+  ModelShape shape;
+  try {
+    shape.hidden = config.at("hidden_size").get<int64_t>();
+    shape.layers = config.at("num_hidden_layers").get<int64_t>();
+    shape.intermediate = config.at("intermediate_size").get<int64_t>();
+  } catch (const std::exception& error) {
+    throw std::runtime_error(config_json +
+                             " lacks a BERT size (hidden_size, num_hidden_layers, "
+                             "intermediate_size): " +
+                             error.what());
+  }
+  return shape;
+}
+
+double training_flops_per_sample(const ModelShape& m, int64_t seq) {
+  const double s = static_cast<double>(seq), h = static_cast<double>(m.hidden),
+               l = static_cast<double>(m.layers), i = static_cast<double>(m.intermediate),
+               c = static_cast<double>(m.labels);
+  const double encoder_weights = l * (4 * h * h + 2 * h * i);
+  return 6 * s * encoder_weights + 12 * l * s * s * h + 6 * (h * h + c * h);
+}
+
+std::string flops_formula() {
+  return "training FLOPs per sample = 6*s*L*(4h^2 + 2h*i) [encoder matmul weights, 2 forward + 4 "
+         "backward per weight per token] + 12*L*s^2*h [QK^T and scores*V, forward + backward] + "
+         "6*(h^2 + 2h) [pooler and classifier on [CLS]]; s = max_seq_length (padded), h hidden, "
+         "L layers, i intermediate; embeddings, biases, LayerNorm, softmax, GELU, optimizer not "
+         "counted. Achieved FLOP/s = FLOPs per sample x train_samples_per_second (train()'s "
+         "wall time, data loading included)";
+}
+
+GemmPeak measure_gemm_peak(bool cuda, bool bf16, int threads) {
+  const int64_t m = cuda ? 8192 : 1024, k = cuda ? 8192 : 768, n = cuda ? 8192 : 3072;
+  const auto options = at::TensorOptions()
+                           .dtype(bf16 ? at::kBFloat16 : at::kFloat)
+                           .device(cuda ? at::kCUDA : at::kCPU);
+  const int previous_threads = at::get_num_threads();
+  if (!cuda) at::set_num_threads(threads);
+  const at::Tensor a = at::randn({m, k}, options), b = at::randn({k, n}, options);
+  at::Tensor c = at::empty({m, n}, options);
+  constexpr int kWarmup = 3, kMeasured = 20;
+  double best = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep < kWarmup + kMeasured; ++rep) {
+    if (cuda) torch::cuda::synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    at::mm_out(c, a, b);
+    if (cuda) torch::cuda::synchronize();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rep >= kWarmup) best = std::min(best, seconds);
+  }
+  if (!cuda) at::set_num_threads(previous_threads);
+  GemmPeak peak;
+  peak.flops_per_s = 2.0 * static_cast<double>(m * k * n) / best;
+  peak.what = fmt::format("at::mm {}x{} by {}x{}, {}, {}{}, best of {} after {} warm-ups", m, k, k,
+                          n, bf16 ? "bf16" : "fp32", cuda ? "cuda" : "cpu",
+                          cuda ? "" : fmt::format(" with {} threads", threads), kMeasured, kWarmup);
+  return peak;
+}
+
+}  // namespace ctrainer::bench::vs_hf
