@@ -225,6 +225,8 @@ def write_result(args, side, train_metrics, eval_metrics, first_step_time, extra
         "bf16": args.bf16,
         "optim": args.optim,
     }
+    if args.device == "cuda":
+        result["gpu"] = torch.cuda.get_device_name(0)
     result.update(extra or {})
     if first_step_time is None:
         fail(f"{side}: no optimizer step was taken (is the training set empty?)")

@@ -106,7 +106,7 @@ def main():
     train_loader = torch.utils.data.DataLoader(
         train_set, batch_size=args.per_device_train_batch_size,
         sampler=torch.utils.data.RandomSampler(train_set, generator=generator),
-        collate_fn=collate, num_workers=0)
+        collate_fn=collate, num_workers=0, pin_memory=device.type == "cuda")  # HF pins on CUDA
     dev_loader = torch.utils.data.DataLoader(
         common.ListDataset(dev_features), batch_size=args.per_device_eval_batch_size,
         shuffle=False, collate_fn=collate, num_workers=0)

@@ -344,7 +344,8 @@ SideRun read_side_result(Side side, const Workload& w, const std::string& run_di
     run.dev_accuracy = number(result.at("eval"), "accuracy", path + " eval");
     if (w.task == "mrpc") run.dev_f1 = number(result.at("eval"), "f1", path + " eval");
     first_step = optional_number(result, "first_optimizer_step_unix_time");
-    for (const char* key : {"torch_version", "transformers_version", "threads", "import_seconds"})
+    for (const char* key :
+         {"torch_version", "transformers_version", "threads", "import_seconds", "gpu"})
       if (result.contains(key)) run.extra[key] = result.at(key);
   }
   if (!(run.samples_per_s > 0))
