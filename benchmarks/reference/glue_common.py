@@ -14,18 +14,10 @@ import json
 import math
 import os
 import sys
-import time
 
-# Recorded before the heavy imports below, for the result's import_seconds: the bench measures
-# "process start -> first optimizer step" from its own clock, this shows how much of it Python's
-# imports take.
-PROCESS_IMPORT_START = time.time()
-
-import torch  # noqa: E402
-from transformers import (AutoTokenizer, BertConfig, BertForSequenceClassification,  # noqa: E402
+import torch
+from transformers import (AutoTokenizer, BertConfig, BertForSequenceClassification,
                           BertTokenizerFast, set_seed)
-
-IMPORT_SECONDS = time.time() - PROCESS_IMPORT_START
 
 # The GLUE layouts our reader uses (examples/glue/glue_task.cpp): text columns and label column
 # by header name; labels "0"/"1" are class ids 0/1 (run_glue's label_list, sorted).
@@ -217,7 +209,6 @@ def write_result(args, side, train_metrics, eval_metrics, first_step_time, extra
         "train_runtime": float(train_metrics["train_runtime"]),
         "train_loss": float(train_metrics["train_loss"]),
         "first_optimizer_step_unix_time": first_step_time,
-        "import_seconds": IMPORT_SECONDS,
         "eval": {key: float(value) for key, value in eval_metrics.items()},
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),

@@ -326,13 +326,15 @@ SideRun read_side_result(Side side, const Workload& w, const std::string& run_di
     const json eval = read_json(out + "eval_results.json", name);
     run.dev_accuracy = number(eval, "eval_accuracy", out + "eval_results.json");
     if (w.task == "mrpc") run.dev_f1 = number(eval, "eval_f1", out + "eval_results.json");
-    // profile.json comes with run_glue --profile_steps (being added on main): until then the
-    // start-to-first-step time of our side is reported as missing.
+    // profile.json comes with run_glue --profile_steps (older run_glue builds lack the flag:
+    // then the start-to-first-step time of our side is reported as missing).
     if (fs::is_regular_file(out + "profile.json")) {
       const json profile = read_json(out + "profile.json", name);
       first_step = optional_number(profile, "first_optimizer_step_unix_time");
+      if (first_step && *first_step <= 0) first_step.reset();  // no step was profiled
       if (profile.contains("phases_ms_per_step"))
         run.phases_ms_per_step = profile.at("phases_ms_per_step");
+      run.profiled_step_ms = optional_number(profile, "step_ms");
     }
   } else {
     const std::string path = run_dir + "/result.json";
@@ -344,8 +346,7 @@ SideRun read_side_result(Side side, const Workload& w, const std::string& run_di
     run.dev_accuracy = number(result.at("eval"), "accuracy", path + " eval");
     if (w.task == "mrpc") run.dev_f1 = number(result.at("eval"), "f1", path + " eval");
     first_step = optional_number(result, "first_optimizer_step_unix_time");
-    for (const char* key :
-         {"torch_version", "transformers_version", "threads", "import_seconds", "gpu"})
+    for (const char* key : {"torch_version", "transformers_version", "threads", "gpu"})
       if (result.contains(key)) run.extra[key] = result.at(key);
   }
   if (!(run.samples_per_s > 0))

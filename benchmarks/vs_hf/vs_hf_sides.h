@@ -98,9 +98,10 @@ struct SideRun {
   double peak_rss_mb = 0;
   double dev_accuracy = 0;
   std::optional<double> dev_f1;
-  nlohmann::json phases_ms_per_step;  ///< ours with --profile_steps, else null
-  nlohmann::json extra;               ///< the Python result's versions etc.
-  double process_wall_s = 0;          ///< spawn to exit, evaluation and saving included
+  nlohmann::json phases_ms_per_step;       ///< ours with --profile_steps, else null
+  std::optional<double> profiled_step_ms;  ///< ours with --profile_steps: mean step, steps 2..11
+  nlohmann::json extra;                    ///< the Python result's versions etc.
+  double process_wall_s = 0;               ///< spawn to exit, evaluation and saving included
 };
 
 /// Reads the result files a side wrote into `run_dir` (our train_results.json,
