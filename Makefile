@@ -50,7 +50,7 @@ demo: configure
 	  --save_strategy no --report_to none
 
 # Builds only ctrainer-bench. Full settings: this takes a while (see each result's "command").
-bench: configure
+bench: test-deps configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target ctrainer-bench
 	BENCH_SCENARIOS="$(BENCH_SCENARIOS)" bash benchmarks/run_benchmarks.sh \
 	  $(BUILD_DIR)/benchmarks/ctrainer-bench benchmarks/results
