@@ -1,5 +1,7 @@
 #include "bench_process.h"
 
+#include "bench_commands.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -126,22 +128,5 @@ std::string file_tail(const std::string& path, int max_lines) {
   return text.substr(cut);
 }
 
-std::string shell_quote(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) {
-    if (!out.empty()) out += ' ';
-    const bool plain = !arg.empty() && arg.find_first_not_of(
-                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "0123456789_-./=:,+@%") == std::string::npos;
-    if (plain) {
-      out += arg;
-      continue;
-    }
-    out += '\'';
-    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
-  }
-  return out;
-}
 
 }  // namespace ctrainer::bench

@@ -43,7 +43,5 @@ std::string file_tail(const std::string& path, int max_lines);
 /// Seconds since the epoch, as Python's time.time() (the same clock the children report).
 double unix_time_now();
 
-/// A command line for messages: the arguments joined by spaces, quoted where needed.
-std::string shell_quote(const std::vector<std::string>& argv);
 
 }  // namespace ctrainer::bench

@@ -84,7 +84,6 @@ class StepProfiler {
   std::string summary() const;
 
  private:
-  bool timing() const { return timing_; }
   void finish_scope(StepPhase phase, std::chrono::steady_clock::time_point start,
                     double communication_start);
   double communication() const { return communication_seconds_ ? communication_seconds_() : 0; }

@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "bench_commands.h"
 #include "bench_process.h"
 #include "bench_report.h"
 #include "bench_workers.h"
@@ -156,7 +157,7 @@ SideRun run_side(Side side, const Workload& w, const Paths& paths, const VsHfOpt
   fs::remove_all(run_dir);
   fs::create_directories(run_dir);
   const auto cmd = side_command(side, w, paths, o.settings, run_dir);
-  command_text = shell_quote(cmd);
+  command_text = join_command(cmd);
   ChildSpec spec{
       cmd,
       {fmt::format("OMP_NUM_THREADS={}", kThreads), fmt::format("MKL_NUM_THREADS={}", kThreads),

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_commands.h"
 #include "bench_process.h"
 
 namespace ctrainer::bench::vs_hf {
@@ -48,7 +49,7 @@ std::string capture_stdout(const std::vector<std::string>& argv, const std::stri
   fs::remove(out);
   fs::remove(err);
   if (!result.ok())
-    throw std::runtime_error(fmt::format("{}: `{}` failed ({}):\n{}", what, shell_quote(argv),
+    throw std::runtime_error(fmt::format("{}: `{}` failed ({}):\n{}", what, join_command(argv),
                                          result.describe(120), tail));
   return text.str();
 }
