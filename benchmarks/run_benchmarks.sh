@@ -36,12 +36,20 @@ for name in $selected; do
   fi
 done
 
+# A scenario may have several results: NAME.json and variants NAME_*.json (vs_hf_w3.json: one
+# workload of vs_hf with its own settings); each is re-run with its own recorded command.
 for name in $selected; do
-  json="$results/$name.json"
-  if [[ -f $json ]]; then
+  found=0
+  for json in "$results/$name.json" "$results/${name}"_*.json; do
+    [[ -f $json ]] || continue
+    # A variant belongs to this scenario only if it says so (sharding_x.json is not ddp's).
+    grep -q "\"scenario\": *\"$name\"" "$json" || continue
+    found=1
     echo "== $name: the command recorded in $json"
     "$bench" rerun "$json"
-  else
+  done
+  if ((found == 0)); then
+    json="$results/$name.json"
     echo "== $name: no $json yet, default settings"
     "$bench" "$name" --json "$json" --plots "$results"
   fi
