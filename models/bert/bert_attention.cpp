@@ -8,6 +8,11 @@
 
 namespace ctrainer {
 
+at::Tensor leading_positions(const at::Tensor& hidden, int64_t query_length) {
+  if (query_length < 0 || query_length == hidden.size(1)) return hidden;
+  return hidden.narrow(1, 0, query_length);
+}
+
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
     : num_heads_(c.num_attention_heads), dropout_prob_(c.attention_probs_dropout_prob) {
   query = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
@@ -15,15 +20,19 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
   value = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
 }
 
-at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask) {
-  const int64_t batch = hidden.size(0), length = hidden.size(1), width = hidden.size(2);
+at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask,
+                                          int64_t query_length) {
+  const int64_t batch = hidden.size(0), width = hidden.size(2);
+  const at::Tensor queries_in = leading_positions(hidden, query_length);
+  const int64_t queries = queries_in.size(1);
   // [B, T, H] -> [B, heads, T, head_dim] (HF transpose_for_scores).
   auto heads = [&](const at::Tensor& x) {
-    return x.view({batch, length, num_heads_, width / num_heads_}).permute({0, 2, 1, 3});
+    return x.view({batch, x.size(1), num_heads_, width / num_heads_}).permute({0, 2, 1, 3});
   };
   // HF BertSdpaSelfAttention: softmax(q k^T / sqrt(head_dim) + mask) v, dropout on the
-  // probabilities only in training.
-  const at::Tensor q = heads(query->forward(hidden));
+  // probabilities only in training. Each query row is independent of the others, so fewer
+  // queries give exactly those rows.
+  const at::Tensor q = heads(query->forward(queries_in));
   const at::Tensor k = heads(key->forward(hidden));
   const at::Tensor v = heads(value->forward(hidden));
   at::Tensor context;
@@ -42,7 +51,7 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Te
                                                is_training() ? dropout_prob_ : 0.0,
                                                /*is_causal=*/false);
   }
-  return context.permute({0, 2, 1, 3}).reshape({batch, length, width});
+  return context.permute({0, 2, 1, 3}).reshape({batch, queries, width});
 }
 
 BertSelfOutputImpl::BertSelfOutputImpl(const BertConfig& c) {
@@ -62,8 +71,10 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& c) {
   output = register_module("output", BertSelfOutput(c));
 }
 
-at::Tensor BertAttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask) {
-  return output->forward(self->forward(hidden, mask), hidden);
+at::Tensor BertAttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask,
+                                      int64_t query_length) {
+  return output->forward(self->forward(hidden, mask, query_length),
+                         leading_positions(hidden, query_length));
 }
 
 }  // namespace ctrainer

@@ -10,14 +10,20 @@
 
 namespace ctrainer {
 
+/// The first `query_length` positions of `hidden` [B, T, H] (all of it when query_length < 0 or
+/// = T), as a view.
+at::Tensor leading_positions(const at::Tensor& hidden, int64_t query_length);
+
 /// Scaled dot-product attention over all heads (at::scaled_dot_product_attention, fused kernels
 /// where they apply), with dropout attention_probs_dropout_prob on the weights in training.
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit BertSelfAttentionImpl(const BertConfig& config);
   /// hidden [B, T, H]; mask: additive [B, 1, 1, T] (see extended_attention_mask) or undefined.
-  /// Returns the context [B, T, H] (heads concatenated, before the output projection).
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask);
+  /// Every position is a key and a value; the first `query_length` positions (all when < 0) are
+  /// the queries. Returns the context [B, query_length, H] (heads concatenated, before the
+  /// output projection): the rows the full attention would give for those positions.
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask, int64_t query_length = -1);
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
 
@@ -43,7 +49,9 @@ TORCH_MODULE(BertSelfOutput);
 class BertAttentionImpl : public torch::nn::Module {
  public:
   explicit BertAttentionImpl(const BertConfig& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask);
+  /// [B, T, H] -> [B, query_length, H] (all T positions when query_length < 0); see
+  /// BertSelfAttentionImpl::forward.
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask, int64_t query_length = -1);
 
   BertSelfAttention self{nullptr};
   BertSelfOutput output{nullptr};

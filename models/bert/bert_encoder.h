@@ -16,7 +16,10 @@ class BertEncoderImpl : public torch::nn::Module {
   /// Runs every layer. When gradient checkpointing is on, the module is in training mode and grad
   /// mode is enabled, each layer keeps no activations and is recomputed during backward (same
   /// dropout masks, same gradients; see models/gradient_checkpointing.h).
-  at::Tensor forward(at::Tensor hidden, const at::Tensor& mask);
+  /// last_layer_query_length >= 0: the last layer computes only the first that many positions
+  /// (a [CLS] classifier needs 1), so the result is [B, last_layer_query_length, H].
+  at::Tensor forward(at::Tensor hidden, const at::Tensor& mask,
+                     int64_t last_layer_query_length = -1);
 
   void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
   bool gradient_checkpointing() const { return gradient_checkpointing_; }

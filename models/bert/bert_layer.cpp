@@ -30,9 +30,10 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
   output = register_module("output", BertOutput(c));
 }
 
-at::Tensor BertLayerImpl::forward(const at::Tensor& hidden, const at::Tensor& mask) {
+at::Tensor BertLayerImpl::forward(const at::Tensor& hidden, const at::Tensor& mask,
+                                  int64_t query_length) {
   auto hooks = hook_point_.enter();
-  at::Tensor attended = attention->forward(hidden, mask);
+  at::Tensor attended = attention->forward(hidden, mask, query_length);
   return hooks.finish(output->forward(intermediate->forward(attended), attended));
 }
 

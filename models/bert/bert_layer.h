@@ -43,8 +43,10 @@ TORCH_MODULE(BertOutput);
 class BertLayerImpl : public torch::nn::Module {
  public:
   explicit BertLayerImpl(const BertConfig& config);
-  /// hidden [B, T, H], mask additive [B, 1, 1, T] or undefined -> [B, T, H].
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask);
+  /// hidden [B, T, H], mask additive [B, 1, 1, T] or undefined -> [B, T, H], or only the first
+  /// `query_length` positions [B, query_length, H] when query_length >= 0 (every position still
+  /// serves as a key and a value: the same rows as the full output, for less work).
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask, int64_t query_length = -1);
 
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};

@@ -73,17 +73,31 @@ BertModelImpl::BertModelImpl(const BertConfig& config, bool add_pooling_layer) :
   init_bert_weights(*this, config_.initializer_range);
 }
 
-BertModelOutput BertModelImpl::forward(const at::Tensor& input_ids,
-                                       const at::Tensor& attention_mask,
-                                       const at::Tensor& token_type_ids) {
+at::Tensor BertModelImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                 const at::Tensor& token_type_ids,
+                                 int64_t last_layer_query_length) {
   if (attention_mask.defined() && attention_mask.sizes() != input_ids.sizes())
     throw ArgumentError("attention_mask must have the shape of input_ids");
   at::Tensor hidden = embeddings->forward(input_ids, token_type_ids);
   at::Tensor mask = extended_attention_mask(attention_mask, hidden.scalar_type());
+  return encoder->forward(hidden, mask, last_layer_query_length);
+}
+
+BertModelOutput BertModelImpl::forward(const at::Tensor& input_ids,
+                                       const at::Tensor& attention_mask,
+                                       const at::Tensor& token_type_ids) {
   BertModelOutput out;
-  out.last_hidden_state = encoder->forward(hidden, mask);
+  out.last_hidden_state = encode(input_ids, attention_mask, token_type_ids, -1);
   if (pooler) out.pooler_output = pooler->forward(out.last_hidden_state);
   return out;
+}
+
+at::Tensor BertModelImpl::pooled_output(const at::Tensor& input_ids,
+                                        const at::Tensor& attention_mask,
+                                        const at::Tensor& token_type_ids) {
+  if (!pooler)
+    throw ArgumentError("pooled_output needs the pooling layer (BertModel with add_pooling_layer)");
+  return pooler->forward(encode(input_ids, attention_mask, token_type_ids, 1));
 }
 
 }  // namespace ctrainer

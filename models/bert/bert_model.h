@@ -47,6 +47,14 @@ class BertModelImpl : public torch::nn::Module {
   BertModelOutput forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                           const at::Tensor& token_type_ids = {});
 
+  /// forward(...).pooler_output without the rest of the last hidden state: the last encoder
+  /// layer computes only position 0, the one row the pooler reads (keys and values still come
+  /// from every position). Same values and gradients up to float rounding, for about
+  /// 1 / num_hidden_layers less encoder work; what a [CLS] classifier needs. Requires the
+  /// pooling layer.
+  at::Tensor pooled_output(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
+                           const at::Tensor& token_type_ids = {});
+
   /// Recompute each encoder layer during backward instead of storing its activations.
   void set_gradient_checkpointing(bool enabled) { encoder->set_gradient_checkpointing(enabled); }
 
@@ -57,6 +65,10 @@ class BertModelImpl : public torch::nn::Module {
   BertPooler pooler{nullptr};
 
  private:
+  /// Embeddings, mask conversion and the encoder (see BertEncoderImpl::forward).
+  at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                    const at::Tensor& token_type_ids, int64_t last_layer_query_length);
+
   BertConfig config_;
 };
 TORCH_MODULE(BertModel);

@@ -545,6 +545,93 @@ TEST_F(BertModelTest, GradientCheckpointingReplaysAutocast) {
   }
 }
 
+// ---- the last layer computes [CLS] only ------------------------------------------------------
+
+/// The classifier's loss and every parameter's gradient: through BertModel's full last hidden
+/// state (HF's way) or through model.forward (the last layer computes position 0 alone).
+struct ClassifierStep {
+  at::Tensor loss, logits;
+  std::map<std::string, at::Tensor> grads;
+  int slices = 0;  // SliceBackward nodes: the pruned last layer reads position 0 through narrow
+};
+
+ClassifierStep classifier_step(bool through_full_hidden_state, bool checkpointing) {
+  BertConfig config = BertConfig::from_json_file((tiny_dir() / "config.json").string());
+  config.hidden_dropout_prob = 0.0;  // no masks, so the two paths must agree
+  config.attention_probs_dropout_prob = 0.0;
+  BertForSequenceClassification model(config);
+  load_pretrained_weights(model, tiny_dir().string(),
+                          BertForSequenceClassification::weight_load_options());
+  model.gradient_checkpointing_enable(checkpointing);
+  model.train();
+  Batch batch = reference_inputs();  // includes padded positions
+  const at::Tensor labels =
+      tensor_of(reference()["labels"]["single_label_classification"], at::kLong);
+  ClassifierStep r;
+  if (through_full_hidden_state) {
+    const BertModelOutput full = model.bert->forward(
+        batch.at("input_ids"), batch.at("attention_mask"), batch.at("token_type_ids"));
+    EXPECT_EQ(full.last_hidden_state.size(1), batch.at("input_ids").size(1));
+    r.logits = model.classifier->forward(full.pooler_output);
+    r.loss = at::cross_entropy_loss(r.logits, labels);  // single-label classification
+  } else {
+    batch.set("labels", labels);
+    ModelOutput out = model.forward(batch);
+    r.logits = out.logits;
+    r.loss = out.loss;
+  }
+  r.slices = count_graph_nodes(r.loss, "SliceBackward");
+  r.loss.backward();
+  for (const auto& p : model.named_parameters())
+    if (p.value().grad().defined()) r.grads[p.key()] = p.value().grad().clone();
+  return r;
+}
+
+TEST_F(BertModelTest, ClassifierComputesOnlyClsInTheLastLayerWithTheFullPathsGradients) {
+  for (const bool checkpointing : {false, true}) {
+    SCOPED_TRACE(checkpointing ? "gradient checkpointing" : "plain");
+    const ClassifierStep full = classifier_step(true, checkpointing);
+    const ClassifierStep pruned = classifier_step(false, checkpointing);
+    EXPECT_EQ(full.slices, 0);
+    // The last layer really ran on position 0 alone (under checkpointing its graph is hidden in
+    // the CheckpointFunction node).
+    if (!checkpointing) EXPECT_GT(pruned.slices, 0);
+    expect_close(pruned.logits, full.logits.detach(), 1e-6);
+    expect_close(pruned.loss, full.loss.detach(), 1e-6);
+    ASSERT_EQ(pruned.grads.size(), reference()["state_dict_keys"].size());
+    ASSERT_EQ(pruned.grads.size(), full.grads.size());
+    for (const auto& [name, grad] : full.grads) {
+      SCOPED_TRACE(name);
+      expect_close(pruned.grads.at(name), grad, 1e-6);
+    }
+    // Parameters that only the pruned positions' rows use still get their full gradient: the
+    // last layer's keys and values come from every position.
+    EXPECT_GT(pruned.grads.at("bert.encoder.layer.1.attention.self.key.weight")
+                  .abs()
+                  .sum()
+                  .item<double>(),
+              0.0);
+  }
+}
+
+TEST_F(BertModelTest, EncoderWithALastLayerQueryLengthGivesTheLeadingRows) {
+  auto model = tiny_model();
+  torch::NoGradGuard no_grad;
+  const Batch batch = reference_inputs();
+  const at::Tensor hidden =
+      model->bert->embeddings->forward(batch.at("input_ids"), batch.at("token_type_ids"));
+  const at::Tensor mask = extended_attention_mask(batch.at("attention_mask"), hidden.scalar_type());
+  const at::Tensor full = model->bert->encoder->forward(hidden, mask);
+  for (const int64_t rows : {int64_t{1}, int64_t{3}}) {
+    const at::Tensor leading = model->bert->encoder->forward(hidden, mask, rows);
+    ASSERT_EQ(leading.sizes(), (std::vector<int64_t>{full.size(0), rows, full.size(2)}));
+    expect_close(leading, full.narrow(1, 0, rows), 1e-6);
+  }
+  testing::expect_error([&] { BertModel(model->bert->config(), false)->pooled_output(
+                                  batch.at("input_ids")); },
+                        {"pooled_output", "pooling layer"});
+}
+
 TEST_F(BertModelTest, GradientCheckpointingIsOffInEvalAndUnsupportedModelsRefuseIt) {
   auto model = tiny_model();  // eval mode, grad mode on
   model->gradient_checkpointing_enable(true);
