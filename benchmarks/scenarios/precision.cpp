@@ -23,6 +23,7 @@
 
 #include "bench_models.h"
 #include "bench_report.h"
+#include "bench_step_timer.h"
 
 extern char** environ;
 
@@ -30,7 +31,6 @@ namespace ctrainer::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kChildEnv = "CTRAINER_BENCH_PRECISION_CHILD";
 constexpr const char* kOutEnv = "CTRAINER_BENCH_PRECISION_OUT";
@@ -61,20 +61,6 @@ Shape shape(bool quick) {
       s.seq, s.batch);
   return s;
 }
-
-/// Records the wall time of every optimizer step (on_step_begin → on_step_end).
-class StepTimer : public TrainerCallback {
- public:
-  std::string name() const override { return "StepTimer"; }
-  void on_step_begin(Args, TrainerState&, TrainerControl&, Ctx) override { start_ = Clock::now(); }
-  void on_step_end(Args, TrainerState&, TrainerControl&, Ctx) override {
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - start_).count());
-  }
-  std::vector<double> seconds;
-
- private:
-  Clock::time_point start_;
-};
 
 /// The child: builds data, model and Trainer; "idle" stops there (the baseline resident set),
 /// "fp32"/"bf16" train and write their step times to the file named by kOutEnv.

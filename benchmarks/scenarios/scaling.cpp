@@ -30,13 +30,13 @@
 #include <ctrainer/trainer/trainer.h>
 
 #include "bench_report.h"
+#include "bench_step_timer.h"
 #include "bench_workers.h"
 
 namespace ctrainer::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr const char* kWorkerEnv = "CTRAINER_BENCH_SCALING_WORKER";  // value: report prefix
@@ -180,21 +180,6 @@ int64_t rss_bytes() {
 
 // ---------------------------------------------------------------------------------------------
 // Worker
-
-/// Records the wall time of every optimizer step (on_step_begin → on_step_end): the Trainer's
-/// whole step, data loading, forward, backward (with DDP's all-reduce), clipping and AdamW.
-class StepTimer : public TrainerCallback {
- public:
-  std::string name() const override { return "StepTimer"; }
-  void on_step_begin(Args, TrainerState&, TrainerControl&, Ctx) override { start_ = Clock::now(); }
-  void on_step_end(Args, TrainerState&, TrainerControl&, Ctx) override {
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - start_).count());
-  }
-  std::vector<double> seconds;
-
- private:
-  Clock::time_point start_;
-};
 
 void measure_in_worker(const std::string& out_prefix) {
   const int64_t rss_at_start = rss_bytes();
