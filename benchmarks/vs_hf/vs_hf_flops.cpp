@@ -43,12 +43,24 @@ double training_flops_per_sample(const ModelShape& m, int64_t seq) {
   return 6 * s * encoder_weights + 12 * l * s * s * h + 6 * (h * h + c * h);
 }
 
+double ctrainer_training_flops_per_sample(const ModelShape& m, int64_t seq) {
+  const double s = static_cast<double>(seq), h = static_cast<double>(m.hidden),
+               l = static_cast<double>(m.layers), i = static_cast<double>(m.intermediate),
+               c = static_cast<double>(m.labels);
+  const double layer_weights = 4 * h * h + 2 * h * i;
+  const double last_layer = (s - 1) * 2 * h * h + layer_weights;  // K, V of every token; [CLS]
+  return 6 * ((l - 1) * s * layer_weights + last_layer) + 12 * (l - 1) * s * s * h +
+         12 * s * h + 6 * (h * h + c * h);
+}
+
 std::string flops_formula() {
   return "training FLOPs per sample = 6*s*L*(4h^2 + 2h*i) [encoder matmul weights, 2 forward + 4 "
          "backward per weight per token] + 12*L*s^2*h [QK^T and scores*V, forward + backward] + "
          "6*(h^2 + 2h) [pooler and classifier on [CLS]]; s = max_seq_length (padded), h hidden, "
          "L layers, i intermediate; embeddings, biases, LayerNorm, softmax, GELU, optimizer not "
-         "counted. Achieved FLOP/s = FLOPs per sample x train_samples_per_second (train()'s "
+         "counted. ctrainer's last layer computes the [CLS] row alone: 6*[(L-1)*s*(4h^2 + "
+         "2h*i) + (s-1)*2h^2 + 4h^2 + 2h*i] + 12*(L-1)*s^2*h + 12*s*h + 6*(h^2 + 2h). Achieved "
+         "FLOP/s = the FLOPs a side computes per sample x train_samples_per_second (train()'s "
          "wall time, data loading included)";
 }
 

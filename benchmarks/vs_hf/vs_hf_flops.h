@@ -28,6 +28,13 @@ ModelShape read_model_shape(const std::string& config_json);
 /// included: with padding to max_seq_length that is what the step computes.
 double training_flops_per_sample(const ModelShape& shape, int64_t seq);
 
+/// What ctrainer's BertForSequenceClassification computes of that: its last encoder layer runs
+/// the [CLS] row alone (the only row the pooler reads), so there the other s-1 tokens cost only
+/// their keys and values (2h² weights) and attention has one query row:
+///   6·[(L-1)·s·(4h² + 2h·i) + (s-1)·2h² + (4h² + 2h·i)]  +  12·(L-1)·s²·h + 12·s·h
+///   +  6·(h² + 2h)
+double ctrainer_training_flops_per_sample(const ModelShape& shape, int64_t seq);
+
 /// The formula above as text, for the report's config.
 std::string flops_formula();
 
