@@ -8,7 +8,9 @@
 # archive). Either way a libtorch older than CTRAINER_TORCH_MIN_VERSION is refused.
 #
 # Sets: CTRAINER_CUDA_ENABLED, CTRAINER_TORCH_LIBRARY_DIR (torch/lib of the wheel),
-#       CTRAINER_TORCH_RUNTIME_DIRS (folders our binaries find libtorch and its CUDA libraries in).
+#       CTRAINER_TORCH_RUNTIME_DIRS (folders our binaries find libtorch and its CUDA libraries in),
+#       CTRAINER_TORCH_CPU_LIBRARIES (what the library and programs link: libtorch_cpu, c10, and
+#       c10_cuda in a CUDA build; never libtorch_cuda, which only the CUDA module links).
 
 # The oldest torch ctrainer is built and tested against (2.15 on the dev machines and CI, 2.11 on
 # the GPU machine); C++ APIs we use changed between 2.x releases (e.g. autograd Node handles
@@ -85,6 +87,17 @@ elseif(CTRAINER_WITH_CUDA)
   set(CTRAINER_CUDA_ENABLED ON)
 endif()
 message(STATUS "ctrainer: CUDA code paths ${CTRAINER_CUDA_ENABLED}")
+
+# libtorch_cuda and the CUDA libraries it loads (cuBLASLt, cuSPARSELt, NVRTC, NCCL, ...) take
+# ~370 MB of resident memory before main() even on a CPU run, so the library and the programs
+# link libtorch_cpu only, with --no-as-needed as TorchConfig does (its operators register from
+# static initialisers), and c10_cuda (cudart, no measurable cost: the caching allocator's stats,
+# set_device). libctrainer_cuda.so, the module dlopen()ed when a GPU can be used, links all of
+# libtorch (distributed/cuda_support.h).
+set(CTRAINER_TORCH_CPU_LIBRARIES torch_cpu_library c10)
+if(CTRAINER_CUDA_ENABLED)
+  list(APPEND CTRAINER_TORCH_CPU_LIBRARIES c10_cuda)
+endif()
 
 # Where our binaries find libtorch at run time: torch/lib of the wheel. Its CUDA libraries
 # (cudart, cuBLAS, cuDNN, NCCL, ...) are found by libtorch_cuda's own RPATH

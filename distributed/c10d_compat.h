@@ -1,6 +1,6 @@
 #pragma once
 /// \file The c10d headers, included only by the distributed/ sources that talk to c10d (they pull
-/// in Gloo's and NCCL's declarations, which the rest of the library should not compile).
+/// in Gloo's declarations, which the rest of the library should not compile).
 ///
 /// ProcessGroupGloo.hpp includes five gloo headers (gloo/context.h, ...) that the torch wheel
 /// does not ship; they come from Debian's libgloo-dev as declarations only: the Gloo code that
@@ -10,14 +10,11 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#if defined(CTRAINER_WITH_CUDA) && defined(USE_C10D_NCCL)
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#define CTRAINER_HAS_NCCL 1
-#endif
 
 namespace ctrainer::compat {
 
-/// The common base of ProcessGroupGloo and ProcessGroupNCCL.
+/// The common base of ProcessGroupGloo and ProcessGroupNCCL (created by the CUDA module,
+/// cuda_support.h).
 using CollectiveBackend = c10d::Backend;
 
 }  // namespace ctrainer::compat

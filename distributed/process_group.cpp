@@ -9,11 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include <ctrainer/distributed/c10d_compat.h>
+#include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/trainer/core/errors.h>
-
-#ifdef CTRAINER_HAS_NCCL
-#include <c10/cuda/CUDAFunctions.h>
-#endif
 
 namespace ctrainer {
 namespace {
@@ -130,19 +127,10 @@ c10::intrusive_ptr<compat::CollectiveBackend> create_gloo(
 }
 
 c10::intrusive_ptr<compat::CollectiveBackend> create_nccl(
-    [[maybe_unused]] const c10::intrusive_ptr<c10d::Store>& store,
-    [[maybe_unused]] const ProcessInfo& info, [[maybe_unused]] milliseconds timeout) {
-#ifdef CTRAINER_HAS_NCCL
-  c10::cuda::set_device(static_cast<c10::DeviceIndex>(info.local_rank));  // device = local rank
-  auto options = c10d::ProcessGroupNCCL::Options::create();
-  options->timeout = timeout;
-  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(info.rank),
-                                                     static_cast<int>(info.world_size), options);
-#else
-  throw ArgumentError(
-      "--ddp_backend nccl: this build has no NCCL (it needs CUDA and a libtorch built with "
-      "USE_C10D_NCCL); use --ddp_backend gloo");
-#endif
+    const c10::intrusive_ptr<c10d::Store>& store, const ProcessInfo& info, milliseconds timeout) {
+  // ProcessGroupNCCL lives in libtorch_cuda, which only the CUDA module links (cuda_support.h).
+  return require_cuda_support("--ddp_backend nccl")
+      .create_nccl_backend(store, info.rank, info.world_size, info.local_rank, timeout);
 }
 
 }  // namespace

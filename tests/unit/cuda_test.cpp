@@ -8,10 +8,8 @@
 #include <filesystem>
 
 #include <torch/cuda.h>
-#ifdef CTRAINER_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
 
+#include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/core/batch.h>
@@ -46,11 +44,7 @@ constexpr bool kBuiltWithCuda = false;
 const c10::Device kGpu(c10::kCUDA, 0);
 
 int compute_capability_major() {
-#ifdef CTRAINER_WITH_CUDA
-  return at::cuda::getCurrentDeviceProperties()->major;
-#else
-  return 0;
-#endif
+  return require_cuda_support("cuda_test").compute_capability_major(0);  // the CUDA module's
 }
 
 TEST(Cuda, DeviceIsCudaLocalRankUnlessUseCpu) {

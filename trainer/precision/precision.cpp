@@ -1,10 +1,8 @@
 #include <ctrainer/trainer/precision/precision.h>
 
 #include <ATen/Context.h>
-#ifdef CTRAINER_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
 
+#include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/core/logging.h>
@@ -16,14 +14,9 @@ namespace {
 /// Compute capability >= 8.0 (Ampere): what torch.cuda.is_bf16_supported() and HF's
 /// is_torch_tf32_available() require. Always false without CUDA.
 bool is_ampere_or_newer(const c10::Device& device) {
-#ifdef CTRAINER_WITH_CUDA
   if (!device.is_cuda()) return false;
   const auto index = device.has_index() ? device.index() : c10::DeviceIndex(0);
-  return at::cuda::getDeviceProperties(index)->major >= 8;
-#else
-  (void)device;
-  return false;
-#endif
+  return require_cuda_support("a CUDA device").compute_capability_major(index) >= 8;
 }
 
 const char* dtype_name(at::ScalarType dtype) {
