@@ -4,6 +4,7 @@
 #   make test    install deps (+ the tests' Python references), configure, build, run all of ctest
 #   make bench   re-run every benchmarks/results/*.json with its recorded command, then rewrite
 #                benchmarks/results/README.md (BENCH_SCENARIOS="ddp scaling" selects some)
+#   make docs    regenerate docs/arguments.md from the flag table (ctest checks it is current)
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -17,7 +18,7 @@ export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_f
 # Paths relative to the checkout, so a fresh clone (CI) reuses the cache of an earlier one.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps test-deps configure build test demo bench install clean
+.PHONY: all deps test-deps configure build test demo bench docs install clean
 
 all: build
 
@@ -54,6 +55,10 @@ bench: test-deps configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target ctrainer-bench
 	BENCH_SCENARIOS="$(BENCH_SCENARIOS)" bash benchmarks/run_benchmarks.sh \
 	  $(BUILD_DIR)/benchmarks/ctrainer-bench benchmarks/results
+
+docs: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target run_glue
+	$(BUILD_DIR)/examples/run_glue --help_markdown > docs/arguments.md
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)

@@ -224,10 +224,20 @@ std::vector<std::string> all_flag_names(const std::vector<OptionSpec>& app_optio
   return names;
 }
 
+/// The reason a transformers flag is missing (unimplemented_hf_flags), if `name` is one.
+std::optional<std::string> unimplemented_reason(const std::string& name) {
+  for (const UnimplementedHfFlag& flag : unimplemented_hf_flags())
+    if (flag.name == name) return flag.reason;
+  return std::nullopt;
+}
+
 std::string unknown_flag_message(const std::string& flag, const std::vector<OptionSpec>& app) {
-  std::string message = "unknown flag " + flag;
   std::string bare = flag.substr(
       flag.find_first_not_of('-') == std::string::npos ? flag.size() : flag.find_first_not_of('-'));
+  if (const auto reason = unimplemented_reason(bare))
+    return "--" + bare + " is a transformers flag ctrainer does not implement: " + *reason +
+           " (docs/arguments.md)";
+  std::string message = "unknown flag " + flag;
   if (const auto hint = closest(bare, all_flag_names(app))) {
     message += "; did you mean --" + *hint + "?";
   } else {
@@ -311,6 +321,10 @@ void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments&
   for (const auto& [key, value] : config.items()) {
     const OptionSpec* spec = find(key);
     if (spec == nullptr) {
+      if (const auto reason = unimplemented_reason(key))
+        throw ArgumentError("config file '" + path + "': \"" + key +
+                            "\" is a transformers flag ctrainer does not implement: " + *reason +
+                            " (docs/arguments.md)");
       std::string message = "config file '" + path + "': unknown key \"" + key + "\"";
       if (const auto hint = closest(key, all_flag_names(app_options_))) {
         message += "; did you mean \"" + *hint + "\"?";
@@ -340,6 +354,10 @@ bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments
     if (token == "--") break;
     if (token == "-h" || token == "--help") {
       std::cout << help() << std::flush;
+      return false;
+    }
+    if (token == "--help_markdown") {
+      std::cout << training_args_markdown() << std::flush;
       return false;
     }
   }
@@ -476,6 +494,10 @@ std::string ArgumentParser::help() const {
   out += "\ngeneral:\n";
   out += "  -h, --help\n";
   append_wrapped(out, "Show this help and exit.");
+  out += "  --help_markdown\n";
+  append_wrapped(out,
+                 "Print the training arguments' reference (docs/arguments.md) as Markdown and "
+                 "exit.");
   out += "  --config FILE.json\n";
   append_wrapped(out,
                  "Read flag values from a JSON object (as written to output_dir/"

@@ -48,6 +48,13 @@ struct OptionSpec {
   std::string default_text;
   /// Heading under which --help lists the flag.
   std::string group;
+  /// Where the flag comes from, for docs/arguments.md: "transformers" (a field of transformers
+  /// 5's TrainingArguments), "transformers 4" (a 4.x field that 5 removed, kept for its
+  /// scripts) or "ctrainer" (ours). tests/parity/arguments_vs_hf.py checks it against transformers.
+  std::string origin = "transformers";
+  /// Values transformers accepts that ctrainer refuses with "not supported yet" (kEnum: the
+  /// ChoiceTable's kLater; report_to: the integrations not built).
+  std::vector<std::string> not_yet;
   /// Sets the value from command-line tokens (exactly one, except for kStringList).
   std::function<void(TrainingArguments&, const std::vector<std::string>&)> set_from_tokens;
   /// Sets the value from a JSON value (null resets an optional).
@@ -61,6 +68,21 @@ const std::vector<OptionSpec>& training_args_options();
 
 /// The TrainingArguments flag called `name` (canonical name, not an alias); nullptr if none.
 const OptionSpec* find_training_args_option(const std::string& name);
+
+/// A field of transformers' TrainingArguments that ctrainer does not accept, and why. The parser
+/// names the reason when such a flag or JSON key is given.
+struct UnimplementedHfFlag {
+  std::string name;
+  std::string reason;
+};
+/// Every transformers 5 TrainingArguments field ctrainer lacks (tests/parity/arguments_vs_hf.py
+/// checks the list against transformers: together with the registry it covers every field).
+const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags();
+
+/// docs/arguments.md: every flag of the registry by group (type, default, origin, what is not
+/// supported yet, help), then the transformers flags ctrainer does not accept. Printed by
+/// `--help_markdown`; ctest docs.arguments_reference fails when the committed file differs.
+std::string training_args_markdown();
 
 /// Parses TrainingArguments and application flags from the command line and JSON config files.
 /// Nothing is written to disk.

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,14 @@ void configure_intra_op_threads(int64_t local_world_size) {
   if (at::get_num_threads() != per_process) at::set_num_threads(per_process);
 }
 
+namespace {
+std::atomic<bool> malloc_settings_applied{false};
+}  // namespace
+
+void release_freed_memory() {
+  if (malloc_settings_applied.load()) malloc_trim(0);
+}
+
 bool keep_freed_memory(const MallocSettings& settings) {
   static const bool applied = [&] {
     for (const char* variable : {"CTRAINER_MALLOC_DEFAULTS", "MALLOC_MMAP_THRESHOLD_",
@@ -87,6 +96,7 @@ bool keep_freed_memory(const MallocSettings& settings) {
            mallopt(M_TRIM_THRESHOLD, settings.trim_threshold) == 1 &&
            mallopt(M_TOP_PAD, settings.top_pad) == 1;
   }();
+  malloc_settings_applied = applied;
   return applied;
 }
 

@@ -6,12 +6,14 @@
 #include <torch/utils.h>
 
 #include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/cpu_runtime.h>
 #include <ctrainer/trainer/eval_gather.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/speed_metrics.h>
 #include <ctrainer/trainer/strategy_factory.h>
 #include <ctrainer/trainer/tensor_concat.h>
 #include <ctrainer/trainer/trainer.h>
+
 
 #include <algorithm>
 
@@ -24,6 +26,7 @@ Trainer::EvalLoopOutput Trainer::evaluation_loop(DataLoader& loader, bool predic
                              "every rank must evaluate the same dataset");
   model_->eval();
   if (!in_train_) cast_model_for_full_eval();
+  release_freed_memory();  // the training step's freed buffers would not fit these (cpu_runtime.h)
   std::vector<at::Tensor> losses, preds, labels;  // on the device, not yet moved
   std::vector<at::Tensor> host_losses, host_preds, host_labels;
   auto flush_to_host = [&] {

@@ -17,9 +17,11 @@ namespace {
 
 // Integrations transformers knows: validate() answers them with NotSupportedYet, while anything
 // else is a typo and gets an ArgumentError. (The enums' own lists are in args/choices.h.)
+/// --report_to integrations ctrainer has (report_to.cpp) and those transformers knows that it lacks.
+const std::vector<std::string> kIntegrations = {"tensorboard"};
 const std::vector<std::string> kIntegrationsLater = {
-    "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive", "flyte",
-    "mlflow",   "neptune", "swanlab",    "tensorboard", "trackio", "wandb"};
+    "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive",
+    "flyte",    "mlflow",  "neptune",    "swanlab",  "trackio", "wandb"};
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
@@ -99,6 +101,8 @@ void check_unit_interval(const std::string& flag, double value, bool closed = fa
 
 }  // namespace
 
+const std::vector<std::string>& report_to_integrations_not_built() { return kIntegrationsLater; }
+
 void TrainingArguments::validate() {
   // ---- 1. closed sets: the parser refused typos and unbuilt values already ----
   check_choice("eval_strategy", eval_strategy);
@@ -118,9 +122,10 @@ void TrainingArguments::validate() {
                             " cannot be combined with other integrations (got " +
                             join(report_to, " ") + ")");
       }
-    } else if (!contains(kIntegrationsLater, target)) {
-      throw ArgumentError("--report_to: unknown integration '" + target +
-                          "'; use none or all (integrations known to transformers: " +
+    } else if (!contains(kIntegrations, target) && !contains(kIntegrationsLater, target)) {
+      throw ArgumentError("--report_to: unknown integration '" + target + "'; use " +
+                          join(kIntegrations) +
+                          ", all or none (integrations known to transformers that ctrainer lacks: " +
                           join(kIntegrationsLater) + ")");
     }
   }
@@ -259,9 +264,9 @@ void TrainingArguments::validate() {
                           "NVIDIA apex is a Python extension; auto uses native autocast");
   }
   for (const std::string& target : report_to) {
-    if (target != "none" && target != "all") {
+    if (contains(kIntegrationsLater, target)) {
       throw NotSupportedYet("report_to " + target,
-                            "no reporting integration has landed; use --report_to none");
+                            "ctrainer reports to " + join(kIntegrations) + "; use those or none");
     }
   }
 }

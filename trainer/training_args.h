@@ -90,8 +90,11 @@ struct TrainingArguments {
   /// With multi-node training, whether each node's local main process logs as a main process.
   bool log_on_each_node = true;
   bool disable_tqdm = false;
-  /// Integrations to report to: "none" or "all" (no external integration is available yet).
+  /// Integrations to report to: "none", "all" (every integration built in) or "tensorboard".
   std::vector<std::string> report_to = {"none"};
+  /// TensorBoard's folder (--report_to tensorboard). Unset: $TENSORBOARD_LOGGING_DIR when set
+  /// (transformers 5), else output_dir/runs/<Mon DD_HH-MM-SS>_<hostname> (HF's default_logdir).
+  std::optional<std::string> logging_dir;
 
   // ---- data loading ----
   int64_t dataloader_num_workers = 0;
@@ -170,6 +173,10 @@ struct TrainingArguments {
     return label_names.value_or(std::vector<std::string>{"labels"});
   }
 };
+
+/// --report_to integrations transformers knows that ctrainer has not built (refused with "not
+/// supported yet").
+const std::vector<std::string>& report_to_integrations_not_built();
 
 /// All fields, resolved, as one JSON object (written to output_dir/training_args.json).
 nlohmann::json to_json(const TrainingArguments& args);

@@ -3,7 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 
@@ -60,6 +64,39 @@ TEST(CpuRuntime, IntraOpThreadsAreSetFromTheCoresPerProcess) {
   EXPECT_EQ(at::get_num_threads(), 1);
   configure_intra_op_threads(1);
   EXPECT_EQ(at::get_num_threads(), all);
+}
+
+}  // namespace
+}  // namespace ctrainer
+
+namespace ctrainer {
+namespace {
+
+/// Resident memory of this process in bytes (/proc/self/statm's second field, in pages).
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(CpuRuntime, KeptFreeMemoryStaysResidentUntilReleased) {
+  if (!keep_freed_memory()) GTEST_SKIP() << "malloc settings overridden by the environment";
+  constexpr size_t kBytes = 24 << 20;  // below the 32 MiB mmap threshold: from the heap
+  // Touch every page, then free: with the kept settings the pages stay resident.
+  void* first = std::malloc(kBytes);
+  void* second = std::malloc(kBytes);  // keeps `first` away from the top of the heap
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  std::memset(first, 1, kBytes);
+  std::memset(second, 1, kBytes);
+  std::free(first);
+  std::free(second);
+  const int64_t kept = resident_bytes();
+  release_freed_memory();
+  const int64_t released = resident_bytes();
+  EXPECT_GE(kept - released, static_cast<int64_t>(kBytes))
+      << "kept " << kept << " B resident, " << released << " B after release_freed_memory()";
 }
 
 }  // namespace

@@ -69,6 +69,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"log_on_each_node", true},
       {"disable_tqdm", false},
       {"report_to", {"none"}},
+      {"logging_dir", nullptr},
       {"dataloader_num_workers", 0},
       {"dataloader_drop_last", false},
       {"dataloader_pin_memory", true},
@@ -102,7 +103,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"deepspeed", nullptr},
   };
   const json actual = to_json(TrainingArguments{});
-  EXPECT_EQ(actual.size(), 71u);
+  EXPECT_EQ(actual.size(), 72u);
   EXPECT_EQ(actual, expected) << json::diff(expected, actual).dump(2);
   EXPECT_EQ(training_args_options().size(), expected.size());
 }
@@ -256,8 +257,9 @@ TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
        "not supported yet: --lr_scheduler_type reduce_lr_on_plateau"},
       {{"--log_level", "detail"}, "not supported yet: --log_level detail"},
       {{"--ddp_backend", "mpi"}, "not supported yet: --ddp_backend mpi"},
-      {{"--report_to", "tensorboard"}, "not supported yet: --report_to tensorboard"},
-      {{"--report_to", "wandb", "tensorboard"}, "not supported yet: --report_to wandb"},
+      {{"--report_to", "mlflow"},
+       "not supported yet: --report_to mlflow (ctrainer reports to tensorboard; use those or none)"},
+      {{"--report_to", "tensorboard", "wandb"}, "not supported yet: --report_to wandb"},
       {{"--train_sampling_strategy", "batch_rebalance"},
        "not supported yet: --train_sampling_strategy batch_rebalance (available: random, "
        "sequential, group_by_length)"},

@@ -221,7 +221,11 @@ OptionSpec make_spec(std::string name, std::string help, Access access) {
   spec.help = std::move(help);
   spec.kind = C::kKind;
   spec.optional = U::kOptional;
-  if constexpr (kEnum) spec.choices = C::choices();
+  if constexpr (kEnum) {
+    spec.choices = C::choices();
+    for (std::string_view later : ChoiceTable<typename U::Value>::kLater)
+      spec.not_yet.emplace_back(later);
+  }
   spec.set_from_tokens = [access, flag = spec.name](TrainingArguments& a,
                                                     const std::vector<std::string>& tokens) {
     if constexpr (U::kOptional) {

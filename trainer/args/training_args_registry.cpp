@@ -45,7 +45,8 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::output_dir, "output_dir",
         "Directory for logs, training_args.json and (later) checkpoints.");
   t.add(&TA::overwrite_output_dir, "overwrite_output_dir",
-        "Allow writing into an output_dir that already holds files.");
+        "Allow writing into an output_dir that already holds files.")
+      .origin = "transformers 4";
   t.add(&TA::do_train, "do_train", "Run training (read by scripts, not by the Trainer).");
   t.add(&TA::do_eval, "do_eval",
         "Run evaluation on the validation set (set automatically when eval_strategy is not no).");
@@ -69,7 +70,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "ctrainer: time the phases of optimizer steps 2..N+1 (data wait, forward, backward, "
         "clip, optimizer, communication, checkpoint, evaluation), log them and write "
         "output_dir/profile.json with the time from process start to the first step; 0: off. "
-        "On CUDA each phase ends with a device synchronisation while profiling.");
+        "On CUDA each phase ends with a device synchronisation while profiling.")
+      .origin = "ctrainer";
   t.add(&TA::save_strategy, "save_strategy",
         "When to save checkpoints (output_dir/checkpoint-<step>): no, steps, epoch, or best "
         "(whenever metric_for_best_model improves).");
@@ -114,7 +116,8 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::warmup_steps, "warmup_steps",
         "Linear warm-up over this many optimizer steps (overrides warmup_ratio when > 0).");
   t.add(&TA::warmup_ratio, "warmup_ratio",
-        "Fraction of the total optimizer steps used for linear warm-up, in [0, 1].");
+        "Fraction of the total optimizer steps used for linear warm-up, in [0, 1].")
+      .origin = "transformers 4";
 
   t.group("reproducibility");
   t.add(&TA::seed, "seed", "Random seed set at the beginning of training.");
@@ -130,8 +133,13 @@ std::vector<OptionSpec> build_training_args_options() {
         "In multi-node training, log from the main process of each node, not only of node 0.");
   t.add(&TA::disable_tqdm, "disable_tqdm", "Disable the progress bars.");
   t.add(&TA::report_to, "report_to",
-        "Integrations to report results and logs to: none or all (no external integration is "
-        "available yet).");
+        "Integrations to report results and logs to: tensorboard, all (every integration built "
+        "in) or none.")
+      .not_yet = report_to_integrations_not_built();
+  t.add(&TA::logging_dir, "logging_dir",
+        "TensorBoard log folder. Defaults to $TENSORBOARD_LOGGING_DIR, else "
+        "output_dir/runs/CURRENT_DATETIME_HOSTNAME.")
+      .origin = "transformers 4";
 
   t.group("data loading");
   t.add(&TA::dataloader_num_workers, "dataloader_num_workers",
@@ -149,7 +157,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "dataset's order every epoch) or group_by_length (batches of similar length).");
   t.add(&TA::group_by_length, "group_by_length",
         "Group training examples of similar length into batches to reduce padding (the older "
-        "name of --train_sampling_strategy group_by_length).");
+        "name of --train_sampling_strategy group_by_length).")
+      .origin = "transformers 4";
 
   t.group("best model and resuming");
   t.add(&TA::load_best_model_at_end, "load_best_model_at_end",
@@ -168,7 +177,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "When resuming, do not skip the batches already seen in the interrupted epoch.");
   t.add(&TA::save_on_signal, "save_on_signal",
         "On SIGTERM or SIGINT, finish the current optimizer step, save a checkpoint and exit with "
-        "code 143 (SIGTERM) or 130 (SIGINT); a second SIGINT aborts at once.");
+        "code 143 (SIGTERM) or 130 (SIGINT); a second SIGINT aborts at once.")
+      .origin = "ctrainer";
 
   t.group("device and precision");
   t.add(&TA::use_cpu, "use_cpu",
@@ -179,9 +189,11 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::bf16, "bf16", "bfloat16 mixed-precision training.");
   t.add(&TA::half_precision_backend, "half_precision_backend",
         "Backend of mixed precision: auto (native autocast), apex (not supported) or cpu_amp "
-        "(CPU autocast, CPU runs only).");
+        "(CPU autocast, CPU runs only).")
+      .origin = "transformers 4";
   t.add(&TA::fp16_opt_level, "fp16_opt_level",
-        "Apex AMP optimization level (O0-O3); only read by apex, kept for HF compatibility.");
+        "Apex AMP optimization level (O0-O3); only read by apex, kept for HF compatibility.")
+      .origin = "transformers 4";
   t.add(&TA::fp16_full_eval, "fp16_full_eval",
         "Evaluate and predict (outside training) with the model cast to float16 (CUDA only).");
   t.add(&TA::bf16_full_eval, "bf16_full_eval",

@@ -8,8 +8,9 @@
 
 namespace ctrainer {
 
-/// The callbacks of the integrations named by --report_to. "none" gives none; "all" gives every
-/// integration built into this ctrainer (none yet: the JSON-lines file in output_dir is always
+/// The callbacks of the integrations named by --report_to: "tensorboard" (TensorBoardCallback);
+/// "all" gives every integration built into this ctrainer (TensorBoard), as HF's "all" gives
+/// every one installed; "none" gives none (the JSON-lines file in output_dir is always
 /// written). Names of integrations that have not landed are refused by
 /// TrainingArguments::validate().
 std::vector<std::shared_ptr<TrainerCallback>> report_to_callbacks(const TrainingArguments& args);
