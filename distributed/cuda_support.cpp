@@ -115,11 +115,17 @@ void load_at_startup() {
 
 }  // namespace
 
-const CudaSupportApi* cuda_support() { return load_state().api; }
+const CudaSupportApi* cuda_support() {
+  return load_state().api;
+}
 
-const std::string& cuda_support_status() { return load_state().status; }
+const std::string& cuda_support_status() {
+  return load_state().status;
+}
 
-std::optional<std::string> cuda_support_warning() { return load_state().warning; }
+std::optional<std::string> cuda_support_warning() {
+  return load_state().warning;
+}
 
 void require_valid_cuda_support_setting() {
   if (load_state().setting_error) throw ArgumentError(*load_state().setting_error);

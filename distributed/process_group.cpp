@@ -180,11 +180,10 @@ struct ProcessGroup::State {
     struct CountWait {
       std::chrono::steady_clock::time_point start;
       ~CountWait() {
-        collective_wait_nanoseconds.fetch_add(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                 start)
-                .count(),
-            std::memory_order_relaxed);
+        collective_wait_nanoseconds.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                  std::chrono::steady_clock::now() - start)
+                                                  .count(),
+                                              std::memory_order_relaxed);
       }
     } count_wait{start};
     try {

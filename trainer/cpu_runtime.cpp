@@ -45,7 +45,7 @@ std::string mapped_blas_library() {
 
 bool uses_reference_blas(const std::string& blas_info, const std::string& mapped_blas) {
   if (!blas_info.empty() && blas_info != "generic") return false;  // optimised BLAS built in
-  if (mapped_blas.empty()) return false;                            // no system BLAS in use
+  if (mapped_blas.empty()) return false;                           // no system BLAS in use
   for (const char* fast : {"openblas", "mkl", "blis"})
     if (mapped_blas.find(fast) != std::string::npos) return false;
   return true;

@@ -14,7 +14,6 @@
 #include <ctrainer/trainer/tensor_concat.h>
 #include <ctrainer/trainer/trainer.h>
 
-
 #include <algorithm>
 
 namespace ctrainer {

@@ -17,7 +17,8 @@ namespace {
 
 // Integrations transformers knows: validate() answers them with NotSupportedYet, while anything
 // else is a typo and gets an ArgumentError. (The enums' own lists are in args/choices.h.)
-/// --report_to integrations ctrainer has (report_to.cpp) and those transformers knows that it lacks.
+/// --report_to integrations ctrainer has (report_to.cpp) and those transformers knows that it
+/// lacks.
 const std::vector<std::string> kIntegrations = {"tensorboard"};
 const std::vector<std::string> kIntegrationsLater = {
     "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive",
@@ -101,7 +102,9 @@ void check_unit_interval(const std::string& flag, double value, bool closed = fa
 
 }  // namespace
 
-const std::vector<std::string>& report_to_integrations_not_built() { return kIntegrationsLater; }
+const std::vector<std::string>& report_to_integrations_not_built() {
+  return kIntegrationsLater;
+}
 
 void TrainingArguments::validate() {
   // ---- 1. closed sets: the parser refused typos and unbuilt values already ----
@@ -123,10 +126,10 @@ void TrainingArguments::validate() {
                             join(report_to, " ") + ")");
       }
     } else if (!contains(kIntegrations, target) && !contains(kIntegrationsLater, target)) {
-      throw ArgumentError("--report_to: unknown integration '" + target + "'; use " +
-                          join(kIntegrations) +
-                          ", all or none (integrations known to transformers that ctrainer lacks: " +
-                          join(kIntegrationsLater) + ")");
+      throw ArgumentError(
+          "--report_to: unknown integration '" + target + "'; use " + join(kIntegrations) +
+          ", all or none (integrations known to transformers that ctrainer lacks: " +
+          join(kIntegrationsLater) + ")");
     }
   }
 

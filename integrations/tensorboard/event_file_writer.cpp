@@ -27,14 +27,7 @@ std::array<uint32_t, 256> make_crc32c_table() {
 }
 
 double unix_seconds_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string hostname() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return "localhost";
-  return name.data();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Field numbers of the messages written (tensorboard/compat/proto/*.proto).
@@ -56,7 +49,7 @@ constexpr int kPluginName = 1;
 namespace tensor {
 constexpr int kDtype = 1, kShape = 2, kStringVal = 8;
 constexpr uint64_t kDtString = 7;  // tensorflow.DataType.DT_STRING
-}
+}  // namespace tensor
 namespace shape {
 constexpr int kDim = 2;
 }
@@ -73,6 +66,12 @@ std::string summary_with(const std::string& summary_value) {
 }
 
 }  // namespace
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "localhost";
+  return name.data();
+}
 
 uint32_t crc32c(std::string_view data) {
   static const std::array<uint32_t, 256> table = make_crc32c_table();
@@ -112,7 +111,7 @@ EventFileWriter::EventFileWriter(const fs::path& log_dir) {
   const auto seconds = static_cast<int64_t>(unix_seconds_now());
   std::string name = std::to_string(seconds);
   if (name.size() < 10) name.insert(0, 10 - name.size(), '0');  // torch's "%010d"
-  path_ = log_dir / ("events.out.tfevents." + name + "." + hostname() + "." +
+  path_ = log_dir / ("events.out.tfevents." + name + "." + host_name() + "." +
                      std::to_string(::getpid()) + "." + std::to_string(files_opened++));
   out_.open(path_, std::ios::binary | std::ios::trunc);
   if (!out_)
@@ -163,8 +162,9 @@ void EventFileWriter::add_text(const std::string& tag, const std::string& text, 
 
 void EventFileWriter::flush() {
   out_.flush();
-  if (!out_) throw std::runtime_error("writing the TensorBoard event file " + path_.string() +
-                                      " failed (disk full or folder removed?)");
+  if (!out_)
+    throw std::runtime_error("writing the TensorBoard event file " + path_.string() +
+                             " failed (disk full or folder removed?)");
 }
 
 }  // namespace ctrainer::tensorboard

@@ -22,6 +22,9 @@ uint32_t crc32c(std::string_view data);
 /// data that holds CRCs is not itself a plain CRC.
 uint32_t masked_crc32c(std::string_view data);
 
+/// This machine's host name, "localhost" when unknown (event file names, HF's default_logdir).
+std::string host_name();
+
 /// One TFRecord: little-endian uint64 length, its masked CRC, the bytes, their masked CRC.
 std::string tfrecord(std::string_view record);
 

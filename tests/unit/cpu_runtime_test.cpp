@@ -7,8 +7,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <ATen/Parallel.h>
@@ -48,8 +48,8 @@ TEST(CpuRuntime, AGenericBlasLibtorchWarnsOnlyAboutNetlibsReferenceBlas) {
   const std::string netlib = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0";
   EXPECT_TRUE(uses_reference_blas("generic", netlib));
   EXPECT_TRUE(uses_reference_blas("", netlib));  // unknown build: judge by the mapped library
-  EXPECT_FALSE(uses_reference_blas(
-      "generic", "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3"));
+  EXPECT_FALSE(
+      uses_reference_blas("generic", "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3"));
   EXPECT_FALSE(uses_reference_blas("generic", "/opt/intel/mkl/lib/libmkl_rt.so"));
   EXPECT_FALSE(uses_reference_blas("generic", ""));  // no BLAS mapped
   EXPECT_FALSE(uses_reference_blas("open", netlib));

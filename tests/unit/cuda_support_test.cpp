@@ -39,7 +39,9 @@ bool mapped(const std::string& library) {
   return false;
 }
 
-bool nvidia_driver_installed() { return ::dlopen("libcuda.so.1", RTLD_LAZY) != nullptr; }
+bool nvidia_driver_installed() {
+  return ::dlopen("libcuda.so.1", RTLD_LAZY) != nullptr;
+}
 
 /// Runs the hidden report test in a fresh process with CTRAINER_CUDA=`setting`.
 testing::CommandResult report_with(const std::string& setting) {

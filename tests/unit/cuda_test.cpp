@@ -84,8 +84,7 @@ TEST(Cuda, ExplicitUseCpuFalseWithoutAGpuIsAnError) {
 
 TEST(Cuda, PinnedBatchesCopyWithoutBlockingAndArriveIntact) {
   REQUIRE_CUDA();
-  Batch batch({{"input_ids", at::arange(64, at::kLong).view({8, 8})},
-               {"labels", at::randn({8})}});
+  Batch batch({{"input_ids", at::arange(64, at::kLong).view({8, 8})}, {"labels", at::randn({8})}});
   Batch pinned = batch.pinned();
   for (const auto& [key, value] : pinned) EXPECT_TRUE(value.is_pinned()) << key;
   Batch on_gpu = pinned.to(kGpu);

@@ -136,7 +136,8 @@ TEST(ArgumentParserTest, BadValuesNameTheFlag) {
       {{"--logging_strategy", "always"}, "--logging_strategy must be one of no, steps, epoch"},
       {{"--save_strategy", "often"}, "--save_strategy must be one of no, steps, epoch, best"},
       {{"--lr_scheduler_type", "cosine_annealing"}, "--lr_scheduler_type must be one of linear"},
-      {{"--optim", "adam"}, "--optim must be one of adamw_torch_fused, adamw_torch, adamw_hf, sgd (got 'adam')"},
+      {{"--optim", "adam"},
+       "--optim must be one of adamw_torch_fused, adamw_torch, adamw_hf, sgd (got 'adam')"},
       {{"--log_level", "verbose"}, "--log_level must be one of passive"},
       {{"--log_level_replica", "loud"}, "--log_level_replica must be one of passive"},
       {{"--seed", "abc"}, "--seed: expected an integer, got 'abc'"},
@@ -258,7 +259,8 @@ TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
       {{"--log_level", "detail"}, "not supported yet: --log_level detail"},
       {{"--ddp_backend", "mpi"}, "not supported yet: --ddp_backend mpi"},
       {{"--report_to", "mlflow"},
-       "not supported yet: --report_to mlflow (ctrainer reports to tensorboard; use those or none)"},
+       "not supported yet: --report_to mlflow (ctrainer reports to tensorboard; use those or "
+       "none)"},
       {{"--report_to", "tensorboard", "wandb"}, "not supported yet: --report_to wandb"},
       {{"--train_sampling_strategy", "batch_rebalance"},
        "not supported yet: --train_sampling_strategy batch_rebalance (available: random, "

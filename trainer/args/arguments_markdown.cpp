@@ -13,11 +13,16 @@ namespace {
 std::string cell(const std::string& text) {
   std::string out;
   for (const char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '<') out += "&lt;";  // GitHub would read <step> as an HTML tag
-    else if (c == '>') out += "&gt;";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '<')
+      out += "&lt;";  // GitHub would read <step> as an HTML tag
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }

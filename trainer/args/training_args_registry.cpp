@@ -104,7 +104,8 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::adam_epsilon, "adam_epsilon", "epsilon of Adam/AdamW.");
   t.add(&TA::max_grad_norm, "max_grad_norm",
         "Clip the global L2 norm of the gradients to this value (0 disables clipping).");
-  t.add(&TA::optim, "optim", "Optimizer: adamw_torch_fused (default, as HF on torch >= 2.8: one fused kernel), "
+  t.add(&TA::optim, "optim",
+        "Optimizer: adamw_torch_fused (default, as HF on torch >= 2.8: one fused kernel), "
         "adamw_torch (= adamw_hf: the reference AdamW) or sgd.");
 
   t.group("schedule");

@@ -8,27 +8,35 @@ namespace ctrainer {
 
 const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
   static const std::vector<UnimplementedHfFlag> flags = [] {
-    const std::string hub = "ctrainer has no Hugging Face Hub client (its programs make no network "
-                            "calls); upload output_dir yourself";
+    const std::string hub =
+        "ctrainer has no Hugging Face Hub client (its programs make no network "
+        "calls); upload output_dir yourself";
     const std::string compile = "torch.compile (TorchDynamo) exists only in Python";
-    const std::string datasets = "a column option of the datasets library; ctrainer's datasets "
-                                 "are C++ types";
-    const std::string thread_workers = "ctrainer's loader workers are threads of the training "
-                                       "process, alive for the whole run";
+    const std::string datasets =
+        "a column option of the datasets library; ctrainer's datasets "
+        "are C++ types";
+    const std::string thread_workers =
+        "ctrainer's loader workers are threads of the training "
+        "process, alive for the whole run";
     const std::string trackio = "the Trackio integration is not built (--report_to tensorboard)";
     const std::string eval_later = "this evaluation option is not implemented yet";
     return std::vector<UnimplementedHfFlag>{
-        {"lr_scheduler_kwargs", "scheduler keyword arguments as a Python dict are not read; the "
-                                "schedules take their settings from their own flags"},
-        {"optim_args", "optimizer arguments as a string of Python keywords are not read; use "
-                       "adam_beta1, adam_beta2, adam_epsilon, weight_decay"},
-        {"optim_target_modules", "only for GaLore / APOLLO / LOMO optimizers, which ctrainer lacks"},
-        {"average_tokens_across_devices", "token-count loss normalisation across devices (causal "
-                                          "language models) is not implemented"},
+        {"lr_scheduler_kwargs",
+         "scheduler keyword arguments as a Python dict are not read; the "
+         "schedules take their settings from their own flags"},
+        {"optim_args",
+         "optimizer arguments as a string of Python keywords are not read; use "
+         "adam_beta1, adam_beta2, adam_epsilon, weight_decay"},
+        {"optim_target_modules",
+         "only for GaLore / APOLLO / LOMO optimizers, which ctrainer lacks"},
+        {"average_tokens_across_devices",
+         "token-count loss normalisation across devices (causal "
+         "language models) is not implemented"},
         {"activation_checkpointing", "use gradient_checkpointing (with FSDP too)"},
         {"activation_checkpointing_kwargs", "checkpointing keyword arguments are Python options"},
-        {"gradient_checkpointing_kwargs", "checkpointing keyword arguments (use_reentrant) are "
-                                          "Python options; ctrainer's checkpointing is one kind"},
+        {"gradient_checkpointing_kwargs",
+         "checkpointing keyword arguments (use_reentrant) are "
+         "Python options; ctrainer's checkpointing is one kind"},
         {"torch_compile", compile},
         {"torch_compile_backend", compile},
         {"torch_compile_mode", compile},
@@ -37,8 +45,9 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
         {"use_cache", "a generation (KV cache) option; ctrainer's models are encoders"},
         {"neftune_noise_alpha", "NEFTune embedding noise is not implemented"},
         {"torch_empty_cache_steps", "emptying the CUDA cache every N steps is not implemented"},
-        {"auto_find_batch_size", "retrying with a smaller batch after running out of memory is "
-                                 "not implemented"},
+        {"auto_find_batch_size",
+         "retrying with a smaller batch after running out of memory is "
+         "not implemented"},
         {"logging_nan_inf_filter", "not implemented: every step's loss counts in the logged loss"},
         {"include_num_input_tokens_seen", "counting input tokens is not implemented"},
         {"project", trackio},
@@ -52,8 +61,9 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
         {"eval_use_gather_object", eval_later},
         {"include_for_metrics", eval_later},
         {"batch_eval_metrics", eval_later},
-        {"save_on_each_node", "every checkpoint is written once, by the world's main process, to "
-                              "a shared output_dir"},
+        {"save_on_each_node",
+         "every checkpoint is written once, by the world's main process, to "
+         "a shared output_dir"},
         {"enable_jit_checkpoint", "use save_on_signal: SIGTERM / SIGINT save a checkpoint"},
         {"push_to_hub", hub},
         {"hub_token", hub},
@@ -64,19 +74,23 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
         {"hub_revision", hub},
         {"restore_callback_states_from_checkpoint",
          "stateful callbacks (TrainerCallback::restore_state) are always restored on resume"},
-        {"accelerator_config", "Accelerate's Python configuration; DDP and sharding settings come "
-                               "from ddp_* flags, --fsdp and --deepspeed"},
+        {"accelerator_config",
+         "Accelerate's Python configuration; DDP and sharding settings come "
+         "from ddp_* flags, --fsdp and --deepspeed"},
         {"parallelism_config", "Accelerate's Python configuration; use --fsdp or --deepspeed"},
         {"dataloader_persistent_workers", thread_workers},
         {"dataloader_multiprocessing_context", thread_workers},
-        {"dataloader_in_order", "batches always arrive in sampler order, whatever the number of "
-                                "workers"},
+        {"dataloader_in_order",
+         "batches always arrive in sampler order, whatever the number of "
+         "workers"},
         {"remove_unused_columns", datasets},
         {"length_column_name", datasets},
-        {"ddp_broadcast_buffers", "an option of torch's DistributedDataParallel, which ctrainer's "
-                                  "DDP (distributed/ddp_strategy.h) does not have"},
-        {"ddp_static_graph", "an option of torch's DistributedDataParallel, which ctrainer's DDP "
-                             "(distributed/ddp_strategy.h) does not have"},
+        {"ddp_broadcast_buffers",
+         "an option of torch's DistributedDataParallel, which ctrainer's "
+         "DDP (distributed/ddp_strategy.h) does not have"},
+        {"ddp_static_graph",
+         "an option of torch's DistributedDataParallel, which ctrainer's DDP "
+         "(distributed/ddp_strategy.h) does not have"},
         {"debug", "the underflow_overflow and tpu_metrics_debug modes are not implemented"},
         {"skip_memory_metrics", "memory metrics are not collected"},
     };

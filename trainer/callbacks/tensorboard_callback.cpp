@@ -1,7 +1,5 @@
 #include <ctrainer/trainer/callbacks/tensorboard_callback.h>
 
-#include <unistd.h>
-
 #include <array>
 #include <cstdlib>
 #include <ctime>
@@ -22,9 +20,7 @@ fs::path default_logdir() {
   ::localtime_r(&now, &local);
   std::array<char, 64> stamp{};
   std::strftime(stamp.data(), stamp.size(), "%b%d_%H-%M-%S", &local);
-  std::array<char, 256> host{};
-  if (::gethostname(host.data(), host.size() - 1) != 0) host = {'l', 'o', 'c', 'a', 'l', 'h', 'o', 's', 't'};
-  return fs::path("runs") / (std::string(stamp.data()) + "_" + host.data());
+  return fs::path("runs") / (std::string(stamp.data()) + "_" + tensorboard::host_name());
 }
 
 bool starts_with(const std::string& text, const std::string& prefix) {
@@ -37,7 +33,8 @@ fs::path tensorboard_logging_dir(const TrainingArguments& args) {
   if (args.logging_dir) return *args.logging_dir;
   if (const char* env = std::getenv("TENSORBOARD_LOGGING_DIR"); env != nullptr && *env != '\0') {
     std::string dir = env;
-    if (const char* home = std::getenv("HOME"); home != nullptr && (dir == "~" || starts_with(dir, "~/")))
+    if (const char* home = std::getenv("HOME");
+        home != nullptr && (dir == "~" || starts_with(dir, "~/")))
       dir = home + dir.substr(1);
     return dir;
   }
@@ -53,7 +50,9 @@ std::string tensorboard_tag(const std::string& log_key) {
 TensorBoardCallback::TensorBoardCallback() = default;
 TensorBoardCallback::~TensorBoardCallback() = default;
 
-fs::path TensorBoardCallback::event_file() const { return writer_ ? writer_->path() : fs::path(); }
+fs::path TensorBoardCallback::event_file() const {
+  return writer_ ? writer_->path() : fs::path();
+}
 
 void TensorBoardCallback::open(const TrainingArguments& args) {
   if (writer_ || failed_) return;
@@ -81,7 +80,8 @@ void TensorBoardCallback::on_train_begin(Args args, TrainerState& state, Trainer
   try {
     writer_->add_text("args", to_json(args).dump(2), 0);
     if (context.model != nullptr)
-      if (const auto config = context.model->config()) writer_->add_text("model_config", config->dump(2), 0);
+      if (const auto config = context.model->config())
+        writer_->add_text("model_config", config->dump(2), 0);
     writer_->flush();
   } catch (const std::exception& error) {
     stop_reporting(error);

@@ -1,8 +1,8 @@
 #pragma once
 /// \file --report_to tensorboard: HF's TensorBoardCallback, writing TensorBoard event files from
 /// C++ (integrations/tensorboard/event_file_writer.h).
-#include <filesystem>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <string>
 
