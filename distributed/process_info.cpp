@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
 #include <ctrainer/trainer/core/errors.h>
 
@@ -113,6 +114,19 @@ void read_openmpi(const Variables& vars, ProcessInfo& info) {
   info.node_rank = (info.rank - info.local_rank) / std::max<int64_t>(info.local_world_size, 1);
 }
 
+/// SageMaker's data-parallel launch (mpirun, SMDATAPARALLEL_LOCAL_RANK) says neither the node
+/// rank nor rank 0's host: they come from the cluster layout (SM_HOSTS, SM_CURRENT_HOST), as in
+/// the toolkit's own launches. HF's TrainingArguments takes SMDATAPARALLEL_LOCAL_RANK as the
+/// local rank; so does ctrainer, whichever launcher started the process.
+void read_sagemaker(const ProcessInfo::Lookup& lookup, const Variables& vars, ProcessInfo& info) {
+  if (vars.has("SMDATAPARALLEL_LOCAL_RANK"))
+    info.local_rank = vars.integer("SMDATAPARALLEL_LOCAL_RANK", info.local_rank);
+  const auto cluster = read_sagemaker_cluster(lookup);
+  if (!cluster || info.launched_by != LaunchEnvironment::kOpenMpi) return;
+  if (!info.master_addr) info.master_addr = cluster->master_addr();
+  info.node_rank = cluster->node_rank;
+}
+
 void validate(const ProcessInfo& info) {
   const char* source = to_string(info.launched_by);
   if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size)
@@ -193,6 +207,7 @@ ProcessInfo ProcessInfo::from_variables(const Lookup& lookup, int64_t local_rank
     info.local_rank = vars.integer("LOCAL_RANK", local_rank_flag >= 0 ? local_rank_flag : 0);
     info.local_world_size = vars.integer("LOCAL_WORLD_SIZE", 1);
   }
+  read_sagemaker(lookup, vars, info);
   validate(info);
   return info;
 }

@@ -56,7 +56,10 @@ struct ProcessInfo {
   /// Reads the launch environment of this process; `local_rank_flag` is --local_rank
   /// (-1: not given). Precedence: torchrun variables (RANK + WORLD_SIZE) > SLURM
   /// (SLURM_PROCID + SLURM_NTASKS) > OpenMPI (OMPI_COMM_WORLD_RANK + _SIZE) > single process.
-  /// LOCAL_RANK from the environment wins over --local_rank (as in HF's TrainingArguments).
+  /// LOCAL_RANK from the environment wins over --local_rank (as in HF's TrainingArguments), and
+  /// SageMaker's SMDATAPARALLEL_LOCAL_RANK over both; under OpenMPI on SageMaker (its
+  /// data-parallel launch) the node rank and MASTER_ADDR default to the cluster layout
+  /// (read_sagemaker_cluster: SM_HOSTS, SM_CURRENT_HOST, SM_CURRENT_INSTANCE_GROUP).
   /// Throws ArgumentError when a variable is not an integer or ranks are inconsistent.
   static ProcessInfo from_environment(int64_t local_rank_flag = -1);
 

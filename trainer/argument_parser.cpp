@@ -342,6 +342,22 @@ void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments&
   }
 }
 
+void ArgumentParser::apply_environment(const std::vector<std::string>& given,
+                                       TrainingArguments& args, PendingErrors& pending) const {
+  const EnvironmentMap environment = environment_ ? *environment_ : process_environment();
+  for (const EnvironmentFlagValue& value : sagemaker_flag_values(environment)) {
+    const OptionSpec* spec = find(value.flag);
+    if (spec == nullptr)
+      throw ArgumentError(value.source + ": " +
+                          unknown_flag_message("--" + value.flag, app_options_) +
+                          "; remove it from the estimator's hyperparameters");
+    if (std::find(given.begin(), given.end(), spec->name) != given.end()) continue;
+    if (spec->kind != OptionKind::kStringList && value.tokens.size() != 1)
+      throw ArgumentError(value.source + ": --" + spec->name + " takes one value, not a list");
+    pending.set(*spec, value.source + ": ", [&] { spec->set_from_tokens(args, value.tokens); });
+  }
+}
+
 bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments& args) {
   if (argc > 0 && argv != nullptr && argv[0] != nullptr) {
     program_ = std::filesystem::path(argv[0]).filename().string();
@@ -470,6 +486,9 @@ bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments
 
   TrainingArguments result = args;
   PendingErrors pending;
+  std::vector<std::string> given;  // flags on the command line: the environment's are ignored
+  for (const auto& flag : flags) given.push_back(flag.first->name);
+  apply_environment(given, result, pending);
   for (const std::string& path : config_files) apply_json_file(path, result, pending);
   for (const auto& flag : flags) {
     const OptionSpec& spec = *flag.first;

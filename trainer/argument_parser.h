@@ -16,6 +16,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
@@ -104,17 +105,22 @@ class ArgumentParser {
   /// An optional integer: unset by default (shown as None), reset by `None` or JSON null.
   void add_option(const std::string& name, std::optional<int64_t>* target, const std::string& help);
 
-  /// Parses argv (argv[0] is the program) into `args`, starting from its current values:
-  /// JSON config files first (`--config FILE` or one positional `FILE.json`, in command-line
-  /// order), then the command-line flags in order (the last occurrence wins), then
-  /// args.validate(). On --help/-h prints help() to stdout and returns false without touching
-  /// `args`. Throws ArgumentError (or NotSupportedYet); `args` is then unchanged, but
-  /// application targets may already hold parsed values.
+  /// Parses argv (argv[0] is the program) into `args`, starting from its current values: on
+  /// SageMaker its values first (sagemaker_flag_values: SM_MODEL_DIR as --output_dir, the
+  /// hyperparameters of SM_HPS or SM_HP_*; a flag also given on the command line keeps the
+  /// command line's value), then JSON config files (`--config FILE` or one positional
+  /// `FILE.json`, in command-line order), then the command-line flags in order (the last
+  /// occurrence wins), then args.validate(). On --help/-h prints help() to stdout and returns false
+  /// without touching `args`. Throws ArgumentError (or NotSupportedYet); `args` is then unchanged,
+  /// but application targets may already hold parsed values.
   bool parse(int argc, const char* const argv[], TrainingArguments& args);
 
   /// Every flag with its type, default and help text: TrainingArguments flags by topic, then
   /// the application's flags.
   std::string help() const;
+
+  /// The environment parse() reads SageMaker's values from instead of this process's (tests).
+  void set_environment(EnvironmentMap environment) { environment_ = std::move(environment); }
 
  private:
   const OptionSpec* find(const std::string& name) const;
@@ -122,10 +128,13 @@ class ArgumentParser {
   class PendingErrors;
   void apply_json_file(const std::string& path, TrainingArguments& args,
                        PendingErrors& pending) const;
+  void apply_environment(const std::vector<std::string>& given, TrainingArguments& args,
+                         PendingErrors& pending) const;
 
   std::string description_;
   std::string program_ = "program";
   std::vector<OptionSpec> app_options_;
+  std::optional<EnvironmentMap> environment_;
 };
 
 /// For main(): parses and validates. On --help prints the help to stdout and exits with 0; on

@@ -8,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::launcher {
@@ -197,6 +198,21 @@ bool takes_value(const po::options_description& desc, const std::string& argumen
   return option != nullptr && option->semantic()->max_tokens() > 0;
 }
 
+/// On SageMaker, the flags a user leaves out take the cluster's values, as the training
+/// toolkit's own torchrun launch does: --nnodes (the hosts), --node-rank (this host's index),
+/// --master-addr (the first host), --nproc-per-node (SM_NUM_GPUS, when the host has GPUs).
+void apply_sagemaker_defaults(const po::variables_map& vm, const EnvironmentLookup& environment,
+                              LaunchOptions& options) {
+  const auto cluster = read_sagemaker_cluster(environment);
+  if (!cluster) return;
+  if (vm["nnodes"].defaulted()) options.nnodes = static_cast<int64_t>(cluster->hosts.size());
+  if (vm["node-rank"].defaulted()) options.node_rank = cluster->node_rank;
+  if (vm["master-addr"].defaulted() && !vm.count("rdzv-endpoint"))
+    options.master_addr = cluster->master_addr();
+  if (vm["nproc-per-node"].defaulted() && cluster->num_gpus.value_or(0) > 0)
+    options.nproc_per_node = *cluster->num_gpus;
+}
+
 }  // namespace
 
 unsigned LaunchOptions::file_streams(int64_t local_rank) const {
@@ -247,7 +263,8 @@ std::vector<unsigned> parse_std_streams(const std::string& flag, const std::stri
   return masks;
 }
 
-ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& arguments) {
+ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& arguments,
+                                            const EnvironmentLookup& environment) {
   const po::options_description desc = describe_options();
 
   // Launcher flags end at the first argument that is not a flag or a flag's value.
@@ -319,6 +336,7 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& argu
   options.node_rank = vm["node-rank"].as<int64_t>();
   options.standalone = vm["standalone"].as<bool>();
   options.master_addr = vm["master-addr"].as<std::string>();
+  if (!options.standalone) apply_sagemaker_defaults(vm, environment, options);
   options.master_port = vm["master-port"].as<int>();
   if (options.master_port < 1 || options.master_port > 65535)
     throw ArgumentError("--master-port must be in [1, 65535] (got " +

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <ctrainer/distributed/sagemaker_cluster.h>
+
 namespace ctrainer::launcher {
 
 /// Which standard streams of a worker go to a file (torchrun's Std: 0 none, 1 stdout,
@@ -49,8 +51,11 @@ struct ParsedCommandLine {
 
 /// Parses `ctrainer-run [options] program [program args...]`. Options stop at the first
 /// argument that is not an option (or after `--`); everything from there belongs to the program.
-/// Throws ArgumentError (naming the flag and the fix) for bad input.
-ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& arguments);
+/// On SageMaker (SM_HOSTS, SM_CURRENT_HOST in `environment`) --nnodes, --node-rank,
+/// --master-addr and --nproc-per-node default to the cluster's layout (read_sagemaker_cluster).
+/// Throws ArgumentError (naming the flag or variable and the fix) for bad input.
+ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& arguments,
+                                            const EnvironmentLookup& environment);
 
 /// torchrun's Std syntax: "3" for every local rank, or "0:1,2:3" per local rank (others 0).
 std::vector<unsigned> parse_std_streams(const std::string& flag, const std::string& value,

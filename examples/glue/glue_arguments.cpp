@@ -61,6 +61,10 @@ void GlueArguments::register_flags(ctrainer::ArgumentParser& parser) {
   parser.add_option("do_lower_case", &model.do_lower_case,
                     "Lower-case and strip accents before WordPiece: auto (the tokenizer folder's "
                     "tokenizer_config.json, else true), true or false.");
+  parser.add_option("plot", &plot,
+                    "ctrainer's: when the run ends, draw output_dir/training_curves.svg (training "
+                    "loss, learning rate, gradient norm, eval metrics per step), as ctrainer-plot "
+                    "OUTPUT_DIR does.");
   parser.add_option("ignore_mismatched_sizes", &model.ignore_mismatched_sizes,
                     "Re-initialise checkpoint weights whose shape differs from the model's (a "
                     "classifier head with another number of labels) instead of failing.");
@@ -74,13 +78,15 @@ void GlueArguments::validate(const ctrainer::TrainingArguments& args) const {
   (void)ctrainer::glue::glue_task(data.task_name);  // throws with the list of tasks
   if (!args.do_train && !args.do_eval && !args.do_predict)
     throw ArgumentError("nothing to do: pass --do_train, --do_eval and/or --do_predict");
-  auto need_file = [&](bool wanted, const std::string& file, const char* flag) {
+  auto need_file = [&](bool wanted, const std::string& file, const char* flag,
+                       const char* channel) {
     if (wanted && file.empty() && data.data_dir.empty())
-      throw ArgumentError(std::string("--") + flag + " or --data_dir is required with this run");
+      throw ArgumentError(std::string("--") + flag + " or --data_dir is required with this run" +
+                          " (on SageMaker: an input channel, " + channel + ")");
   };
-  need_file(args.do_train, data.train_file, "train_file");
-  need_file(args.do_eval, data.validation_file, "validation_file");
-  need_file(args.do_predict, data.test_file, "test_file");
+  need_file(args.do_train, data.train_file, "train_file", "SM_CHANNEL_TRAIN");
+  need_file(args.do_eval, data.validation_file, "validation_file", "SM_CHANNEL_EVAL");
+  need_file(args.do_predict, data.test_file, "test_file", "SM_CHANNEL_TEST");
   if (!data.data_dir.empty() && !fs::is_directory(data.data_dir))
     throw ArgumentError("--data_dir " + data.data_dir + " is not a folder");
   if (data.max_seq_length < 2)
@@ -106,6 +112,17 @@ void GlueArguments::validate(const ctrainer::TrainingArguments& args) const {
   if (lower != "auto" && lower != "true" && lower != "false")
     throw ArgumentError("--do_lower_case must be auto, true or false, got '" + model.do_lower_case +
                         "'");
+}
+
+void GlueArguments::apply_sagemaker_channels(const ctrainer::EnvironmentMap& environment) {
+  if (!data.data_dir.empty()) return;  // the user's folder wins over every channel
+  auto fill = [&](std::string& file, const char* channel, std::vector<std::string> names) {
+    if (!file.empty()) return;
+    if (auto found = ctrainer::sagemaker_channel_file(environment, channel, names)) file = *found;
+  };
+  fill(data.train_file, "train", {"train.tsv"});
+  fill(data.validation_file, "eval", {"dev.tsv", "dev_matched.tsv"});
+  fill(data.test_file, "test", {"test.tsv", "test_matched.tsv"});
 }
 
 }  // namespace run_glue

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/trainer/argument_parser.h>
 #include <ctrainer/trainer/training_args.h>
 
@@ -51,12 +52,19 @@ struct ModelArguments {
 struct GlueArguments {
   DataArguments data;
   ModelArguments model;
+  /// --plot (ctrainer's): output_dir/training_curves.svg when the run ends (ctrainer-plot's).
+  bool plot = false;
 
   /// Adds the flags above to `parser`.
   void register_flags(ctrainer::ArgumentParser& parser);
   /// Checks the combination (a task, where its data is, a model or a config + vocabulary, the
   /// do_* flags). Throws ctrainer::ArgumentError naming the flag and the fix.
   void validate(const ctrainer::TrainingArguments& args) const;
+  /// On SageMaker, the input channels are the data when neither --data_dir nor the split's
+  /// file flag is given: SM_CHANNEL_TRAIN (train.tsv, or the channel's only file) for
+  /// --train_file, SM_CHANNEL_EVAL (dev.tsv / dev_matched.tsv) for --validation_file,
+  /// SM_CHANNEL_TEST (test.tsv / test_matched.tsv) for --test_file.
+  void apply_sagemaker_channels(const ctrainer::EnvironmentMap& environment);
 };
 
 }  // namespace run_glue

@@ -18,6 +18,7 @@
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/examples/glue/glue_metrics.h>
 #include <ctrainer/examples/glue/glue_reader.h>
+#include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/bert/tokenizer.h>
 #include <ctrainer/models/pretrained_weights.h>
@@ -27,6 +28,7 @@
 #include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/metrics_report.h>
 #include <ctrainer/trainer/output_dir.h>
+#include <ctrainer/trainer/plot/training_curves.h>
 #include <ctrainer/trainer/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -150,6 +152,41 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
 }
 
 }  // namespace
+
+/// --plot: output_dir/training_curves.svg from the trainer_state.json the run wrote.
+void write_training_curves(const ctrainer::TrainingArguments& args) {
+  if (!ctrainer::ProcessInfo::from_environment(args.local_rank).is_world_process_zero()) return;
+  const fs::path state = fs::path(args.output_dir) / "trainer_state.json";
+  auto log = ctrainer::logging::logger();
+  if (!fs::exists(state)) {
+    log->warn("--plot: no {} (it is written by --do_train), so no curves to draw", state.string());
+    return;
+  }
+  const fs::path path = fs::path(args.output_dir) / "training_curves.svg";
+  std::ofstream out(path, std::ios::binary);
+  out << ctrainer::training_curves_svg({ctrainer::read_run_history(state.string())});
+  out.flush();
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+  log->info("Training curves written to {}", path.string());
+}
+
+/// On SageMaker, the result files also go to SM_OUTPUT_DATA_DIR (uploaded as output.tar.gz
+/// beside the model), as HF's SageMaker examples write their eval results there.
+void copy_results(const ctrainer::TrainingArguments& args, const std::string& folder) {
+  if (!ctrainer::ProcessInfo::from_environment(args.local_rank).is_world_process_zero() ||
+      !fs::is_directory(args.output_dir))
+    return;
+  fs::create_directories(folder);
+  for (const auto& entry : fs::directory_iterator(args.output_dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool result = name.ends_with("_results.json") || name == "trainer_state.json" ||
+                        (name.starts_with("predict_results_") && name.ends_with(".txt"));
+    if (entry.is_regular_file() && result)
+      fs::copy_file(entry.path(), fs::path(folder) / name, fs::copy_options::overwrite_existing);
+  }
+  ctrainer::logging::logger()->info("Result files copied to {} (SM_OUTPUT_DATA_DIR)", folder);
+}
+
 }  // namespace run_glue
 
 int main(int argc, char** argv) {
@@ -159,7 +196,13 @@ int main(int argc, char** argv) {
   glue_args.register_flags(parser);
   ctrainer::TrainingArguments args = ctrainer::parse_args_or_exit(parser, argc, argv);
   return ctrainer::run_reporting_errors([&] {
+    const ctrainer::EnvironmentMap environment = ctrainer::process_environment();
+    glue_args.apply_sagemaker_channels(environment);
     glue_args.validate(args);
-    return run_glue::run(args, glue_args);
+    const int code = run_glue::run(args, glue_args);
+    if (glue_args.plot) run_glue::write_training_curves(args);
+    if (const auto folder = ctrainer::sagemaker_output_data_dir(environment))
+      run_glue::copy_results(args, *folder);
+    return code;
   });
 }
