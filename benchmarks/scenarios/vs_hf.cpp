@@ -414,7 +414,9 @@ BenchResult run_vs_hf(const BenchOptions& options) {
   Paths paths = resolve_paths(need_minilm);
   const RunGlueFeatures features = probe_run_glue(paths);
   choose_optimizer(o, features);
-  o.settings.profile_steps = features.profile_steps;
+  // --no_profile: on a GPU the profiled steps synchronise after every phase, which the other
+  // sides do not pay; without it our start-to-first-step and phases are not measured.
+  o.settings.profile_steps = features.profile_steps && options.flags.count("no_profile") == 0;
   const double timeout = options.quick ? kQuickSideTimeoutSeconds : kSideTimeoutSeconds;
   const fs::path runs_root =
       fs::temp_directory_path() / fmt::format("ctrainer_bench_vs_hf_{}", ::getpid());
@@ -542,7 +544,10 @@ Scenario vs_hf_scenario() {
             "the optimizer of every side (auto: HF's default if run_glue has it)"},
            {"max_steps", "N",
             "stop every workload after N optimizer steps (functional checks, not measurements)"},
-           {"keep_runs", "", "keep each run's folder (logs, outputs) under the temp dir"}}};
+           {"keep_runs", "", "keep each run's folder (logs, outputs) under the temp dir"},
+           {"no_profile", "",
+            "run_glue without --profile_steps (no GPU synchronisation per phase; no start-to-first-"
+            "step or phases for our side)"}}};
 }
 
 }  // namespace ctrainer::bench
