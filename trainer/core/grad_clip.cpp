@@ -19,9 +19,8 @@ at::Tensor grad_norm(const at::Tensor& g, at::ScalarType acc) {
 bool on_one_gpu_dense(const std::vector<at::Tensor>& grads) {
   const at::Device device = grads.front().device();
   if (!device.is_cuda()) return false;
-  return std::all_of(grads.begin(), grads.end(), [&](const at::Tensor& g) {
-    return !g.is_sparse() && g.device() == device;
-  });
+  return std::all_of(grads.begin(), grads.end(),
+                     [&](const at::Tensor& g) { return !g.is_sparse() && g.device() == device; });
 }
 
 }  // namespace
