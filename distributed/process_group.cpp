@@ -1,5 +1,7 @@
 #include <ctrainer/distributed/process_group.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -200,8 +202,18 @@ struct ProcessGroup::State {
   }
 };
 
+void ignore_broken_pipes() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 ProcessGroup::ProcessGroup(const ProcessInfo& info, const ProcessGroupOptions& options)
     : state_(std::make_unique<State>()) {
+  ignore_broken_pipes();
   if (options.backend != "gloo" && options.backend != "nccl")
     throw ArgumentError("process group backend '" + options.backend + "': use gloo or nccl");
   if (options.timeout <= milliseconds(0))

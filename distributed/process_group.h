@@ -56,6 +56,13 @@ class PendingCollective {
   std::function<void()> wait_;  // type-erased so that c10d::Work stays out of this header
 };
 
+/// A peer that died leaves its sockets closed, and Gloo's next write to one raises SIGPIPE, whose
+/// default action ends this process at once (exit 141, no message) instead of the collective
+/// failing with an error that names the peer and --ddp_timeout. CPython ignores SIGPIPE at start,
+/// so torch.distributed never meets it; ProcessGroup's constructor does the same, unless the
+/// program installed its own SIGPIPE handler (kept).
+void ignore_broken_pipes();
+
 /// Seconds this process has spent blocked waiting for collectives of any ProcessGroup to finish
 /// (monotonic, from the first group on): the part of communication that did not overlap
 /// computation. With NCCL a wait only orders CUDA streams, so GPU communication shows up in the

@@ -4,6 +4,10 @@
 // prefix. The test plays the agent: it serves a c10d TCPStore and runs the ranks as threads.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <future>
 #include <string>
 #include <vector>
@@ -175,6 +179,45 @@ TEST(Subgroup, MalformedMembersAreRefused) {
   }
   EXPECT_EQ(group.subgroup({0}).world_size(), 1);
   group.shutdown();
+}
+
+}  // namespace
+}  // namespace ctrainer
+
+namespace ctrainer {
+namespace {
+
+void on_sigpipe(int) {}
+
+// A rank killed mid-collective closed its sockets; the next Gloo write to it must fail the
+// collective with an error, not kill this rank with SIGPIPE (exit 141, seen in
+// ShardedFailure.TheOtherRanksExitWithinTheTimeout/zero1_kill).
+TEST(BrokenPipes, AProcessGroupIgnoresSigpipeAndKeepsAProgramsOwnHandler) {
+  struct sigaction disposition {};
+  disposition.sa_handler = SIG_DFL;
+  ::sigemptyset(&disposition.sa_mask);
+  ASSERT_EQ(::sigaction(SIGPIPE, &disposition, nullptr), 0);
+  {
+    auto agent = serve_agent_store();
+    ProcessGroupOptions options;
+    options.timeout = std::chrono::seconds(20);
+    ProcessGroup group(torchrun_rank(0, 1, agent->getPort(), 0), options);
+  }
+  struct sigaction now {};
+  ASSERT_EQ(::sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  EXPECT_EQ(::write(fds[1], "x", 1), -1);  // alive: the write fails with EPIPE instead
+  EXPECT_EQ(errno, EPIPE);
+  ::close(fds[1]);
+
+  disposition.sa_handler = on_sigpipe;
+  ASSERT_EQ(::sigaction(SIGPIPE, &disposition, nullptr), 0);
+  ignore_broken_pipes();
+  ASSERT_EQ(::sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, &on_sigpipe);
 }
 
 }  // namespace
