@@ -19,14 +19,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 die() { echo "gpu-suite: ERROR: $*" >&2; exit 1; }
 
-find_python() {
-  for c in ${CT_PYTHON:-} python3 /opt/torch/.venv/bin/python3 /usr/local/bin/python3; do
-    if command -v "$c" > /dev/null 2>&1 && "$c" -c 'import torch' > /dev/null 2>&1; then
-      command -v "$c"; return 0
-    fi
-  done
-  die "no Python that imports torch (set CT_PYTHON)"
-}
+# shellcheck source=scripts/find_torch_python.sh
+source "$root/scripts/find_torch_python.sh"  # find_python
 
 # The tests that run on the GPU (the rest hide it or never touch it).
 readonly GPU_TESTS='Cuda|RunGlueGpu|RngState|PrecisionTraining|GradScaler'

@@ -23,15 +23,8 @@ cd "$root"
 die() { echo "run_vs_hf_gpu: ERROR: $*" >&2; exit 1; }
 info() { echo "run_vs_hf_gpu: $*"; }
 
-# The Python with torch: CT_PYTHON, else the first of the GPU kit's candidates that imports it.
-find_python() {
-  for c in ${CT_PYTHON:-} python3 /opt/torch/.venv/bin/python3 /usr/local/bin/python3; do
-    if command -v "$c" > /dev/null 2>&1 && "$c" -c 'import torch' > /dev/null 2>&1; then
-      command -v "$c"; return 0
-    fi
-  done
-  die "no Python that imports torch (set CT_PYTHON)"
-}
+# shellcheck source=scripts/find_torch_python.sh
+source "$root/scripts/find_torch_python.sh"  # find_python
 
 # Dev machine: the GPU kit's prep (Debian packages + build-on-device into .device/), then the
 # wheels of transformers + accelerate and their dependencies, minus torch and what torch brings
