@@ -3,7 +3,7 @@
 # the GPU build kit (/work/shared/tools/gpu: the Debian libraries the GPU machine lacks, unpacked
 # into a private prefix; its torch wheel; its nvcc).
 #
-#   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev" bash <kit>/prep
+#   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev" bash <kit>/prep
 #   GPU machine, repo root:  bash scripts/gpu-suite.sh        build + the GPU tests + benchmark
 #                            bash scripts/gpu-suite.sh rest   (same warm machine) every other test
 #

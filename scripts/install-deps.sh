@@ -49,6 +49,7 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libboost-program-options-dev
   libgtest-dev libgmock-dev libutf8proc-dev
   zlib1g-dev                          # CRC-32 of checkpoint files
+  libcurl4-openssl-dev                # HTTP client of --report_to mlflow (MLflow's REST API)
   libgloo-dev                         # headers only: c10d's ProcessGroupGloo.hpp includes five
                                       # gloo headers that the torch wheel does not ship (its gloo
                                       # is compiled into libtorch_cpu; we never link Debian's)

@@ -19,10 +19,10 @@ namespace {
 // else is a typo and gets an ArgumentError. (The enums' own lists are in args/choices.h.)
 /// --report_to integrations ctrainer has (report_to.cpp) and those transformers knows that it
 /// lacks.
-const std::vector<std::string> kIntegrations = {"tensorboard"};
+const std::vector<std::string> kIntegrations = {"mlflow", "tensorboard"};
 const std::vector<std::string> kIntegrationsLater = {
     "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive",
-    "flyte",    "mlflow",  "neptune",    "swanlab",  "trackio", "wandb"};
+    "flyte",    "neptune", "swanlab",    "trackio",  "wandb"};
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();

@@ -33,7 +33,7 @@ prep() {
   local kit=${CT_GPU_KIT:-/work/shared/tools/gpu}
   [ -f "$kit/prep" ] || die "no GPU build kit at $kit (set CT_GPU_KIT to the folder with prep)"
   # Also zlib's headers (checkpoint CRCs; not checked there) and gmock (the tests; missing there).
-  CT_EXTRA_DEBS="${CT_EXTRA_DEBS:-zlib1g-dev zlib1g libgmock-dev}" bash "$kit/prep"
+  CT_EXTRA_DEBS="${CT_EXTRA_DEBS:-zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev}" bash "$kit/prep"
   local py=${CTRAINER_PYTHON:-$(bash scripts/install-deps.sh --print-venv)/bin/python}
   [ -x "$py" ] || die "no dev venv python at $py (run scripts/install-deps.sh --tests)"
   local pyver=${CT_DEVICE_PYTHON:-3.12}

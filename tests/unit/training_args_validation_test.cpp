@@ -258,9 +258,9 @@ TEST(ArgumentParserTest, NotSupportedYetNamesTheFlag) {
        "not supported yet: --lr_scheduler_type reduce_lr_on_plateau"},
       {{"--log_level", "detail"}, "not supported yet: --log_level detail"},
       {{"--ddp_backend", "mpi"}, "not supported yet: --ddp_backend mpi"},
-      {{"--report_to", "mlflow"},
-       "not supported yet: --report_to mlflow (ctrainer reports to tensorboard; use those or "
-       "none)"},
+      {{"--report_to", "wandb"},
+       "not supported yet: --report_to wandb (ctrainer reports to mlflow, tensorboard; use those "
+       "or none)"},
       {{"--report_to", "tensorboard", "wandb"}, "not supported yet: --report_to wandb"},
       {{"--train_sampling_strategy", "batch_rebalance"},
        "not supported yet: --train_sampling_strategy batch_rebalance (available: random, "

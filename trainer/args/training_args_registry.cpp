@@ -134,8 +134,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "In multi-node training, log from the main process of each node, not only of node 0.");
   t.add(&TA::disable_tqdm, "disable_tqdm", "Disable the progress bars.");
   t.add(&TA::report_to, "report_to",
-        "Integrations to report results and logs to: tensorboard, all (every integration built "
-        "in) or none.")
+        "Integrations to report results and logs to: tensorboard, mlflow (a tracking server at "
+        "$MLFLOW_TRACKING_URI), all (every integration built in that is set up) or none.")
       .not_yet = report_to_integrations_not_built();
   t.add(&TA::logging_dir, "logging_dir",
         "TensorBoard log folder. Defaults to $TENSORBOARD_LOGGING_DIR, else "
