@@ -12,6 +12,7 @@
 
 #include <ctrainer/distributed/c10d_compat.h>
 #include <ctrainer/distributed/cuda_support.h>
+#include <ctrainer/distributed/store_listener.h>
 #include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
@@ -60,6 +61,16 @@ c10::intrusive_ptr<c10d::TCPStore> open_store(const ProcessInfo& info, const std
   options.numWorkers = static_cast<std::size_t>(info.world_size);
   options.waitWorkers = false;  // we count the joined ranks ourselves to report how many came
   options.timeout = timeout;
+  if (serve) {
+    // Bound to MASTER_ADDR only (c10d would bind every interface); the store takes the socket.
+    std::string why_all;
+    options.masterListenFd = listen_for_store(address, info.master_port,
+                                              info.world_size > info.local_world_size, &why_all);
+    if (!why_all.empty()) spdlog::warn("{}", why_all);
+    // Port 0 (a single-process group): the port the system chose, which the store checks.
+    if (info.master_port == 0)
+      options.port = static_cast<std::uint16_t>(bound_port(*options.masterListenFd));
+  }
   try {
     return c10::make_intrusive<c10d::TCPStore>(address, options);
   } catch (const std::exception& error) {

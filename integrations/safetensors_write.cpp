@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/core/write_faults.h>
+
 namespace ctrainer {
 namespace {
 
@@ -207,6 +209,10 @@ void save_safetensors(const std::string& path, const std::map<std::string, at::T
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   try {
+    if (const int injected = write_fault(path)) {  // tests: a failing disk (write_faults.h)
+      errno = injected;
+      fail_errno(path, "write failed");
+    }
     FileSink sink(fd, path);
     write_file(sink, plan, header, path);
     sink.flush();

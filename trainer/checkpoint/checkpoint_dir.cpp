@@ -1,11 +1,13 @@
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <stdexcept>
 #include <system_error>
@@ -14,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/core/confined_path.h>
 #include <ctrainer/trainer/core/json_file.h>
 
 namespace ctrainer {
@@ -157,6 +160,66 @@ fs::path write_checkpoint_atomically(const fs::path& output_dir, int64_t step,
   return final_dir;
 }
 
+namespace {
+
+/// "<prefix><step>-<pid>" -> (step, pid); nothing for other names.
+std::optional<std::pair<int64_t, pid_t>> step_and_pid(const std::string& name,
+                                                      const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string rest = name.substr(prefix.size());
+  const size_t dash = rest.find('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == rest.size() ||
+      rest.find_first_not_of("0123456789-") != std::string::npos ||
+      rest.find('-', dash + 1) != std::string::npos)
+    return std::nullopt;
+  return std::make_pair(std::stoll(rest.substr(0, dash)),
+                        static_cast<pid_t>(std::stol(rest.substr(dash + 1))));
+}
+
+/// Whether `pid` is a live process other than this one.
+bool another_live_process(pid_t pid) {
+  return pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM);
+}
+
+}  // namespace
+
+std::vector<std::string> clean_stale_checkpoint_temporaries(const fs::path& output_dir,
+                                                            int64_t current_step) {
+  std::vector<std::string> done;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return done;
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(output_dir, ec))
+    if (entry.is_directory(ec)) entries.push_back(entry.path());
+  for (const fs::path& path : entries) {
+    const std::string name = path.filename().string();
+    if (const auto tmp = step_and_pid(name, ".tmp-checkpoint-")) {
+      if (another_live_process(tmp->second)) continue;
+      fs::remove_all(path, ec);
+      done.push_back("removed " + path.string() + ", left by a save that did not finish");
+    } else if (const auto old = step_and_pid(name, ".old-checkpoint-")) {
+      if (another_live_process(old->second)) continue;
+      const fs::path original = checkpoint_path(output_dir, old->first);
+      if (!fs::exists(original, ec) && !verify_checkpoint(path)) {
+        fs::rename(path, original, ec);
+        if (!ec) {
+          done.push_back("restored " + original.string() + " from " + path.string() +
+                         ", moved aside by a save that did not finish");
+          continue;
+        }
+      }
+      fs::remove_all(path, ec);
+      done.push_back("removed " + path.string() + ", left by a save that did not finish");
+    } else if (name.rfind(".rank-files-checkpoint-", 0) == 0 &&
+               name !=
+                   ".rank-files-" + checkpoint_path(output_dir, current_step).filename().string()) {
+      fs::remove_all(path, ec);
+      done.push_back("removed " + path.string() + ", staged by a save that did not finish");
+    }
+  }
+  return done;
+}
+
 std::optional<std::string> verify_checkpoint(const fs::path& folder) {
   const fs::path manifest_path = folder / kCheckpointManifest;
   if (!fs::is_regular_file(manifest_path))
@@ -170,20 +233,29 @@ std::optional<std::string> verify_checkpoint(const fs::path& folder) {
   }
   if (!manifest.is_object() || !manifest.contains("files") || !manifest["files"].is_object())
     return manifest_path.string() + " has no \"files\" object";
+  if (manifest.contains("format_version") && !manifest["format_version"].is_number_integer())
+    return manifest_path.string() + ": \"format_version\" is not a whole number";
   if (manifest.value("format_version", 0) > kCheckpointFormatVersion)
     return folder.string() + " has checkpoint format version " + manifest["format_version"].dump() +
            ", newer than this ctrainer supports (" + std::to_string(kCheckpointFormatVersion) + ")";
   for (const auto& [name, info] : manifest["files"].items()) {
-    const fs::path file = folder / name;
+    // The names come from a file: one that leads out of the folder must never make us read (or
+    // later rotate) anything else.
+    std::string why;
+    const auto inside = path_inside(folder, name, &why);
+    if (!inside) return manifest_path.string() + " lists a file outside the checkpoint: " + why;
+    const fs::path& file = *inside;
+    if (!info.is_object() || !info.contains("size") || !info["size"].is_number_unsigned() ||
+        !info.contains("crc32") || !info["crc32"].is_number_unsigned())
+      return manifest_path.string() + ": the entry of " + name +
+             " needs an unsigned \"size\" and \"crc32\" (got " + info.dump().substr(0, 120) + ")";
     std::error_code ec;
     if (!fs::is_regular_file(file, ec)) return "missing file " + file.string();
     const auto size = fs::file_size(file, ec);
-    if (ec || !info.contains("size") || size != info["size"].get<uint64_t>())
+    if (ec || size != info["size"].get<uint64_t>())
       return "file " + file.string() + " has " + std::to_string(size) +
-             " bytes, the manifest recorded " +
-             (info.contains("size") ? info["size"].dump() : std::string("none")) +
-             " (truncated or overwritten)";
-    if (!info.contains("crc32") || file_crc32(file) != info["crc32"].get<uint32_t>())
+             " bytes, the manifest recorded " + info["size"].dump() + " (truncated or overwritten)";
+    if (file_crc32(file) != info["crc32"].get<uint64_t>())
       return "file " + file.string() + " fails its CRC-32 check (corrupted)";
   }
   return std::nullopt;

@@ -31,6 +31,15 @@ std::filesystem::path write_checkpoint_atomically(
     const std::filesystem::path& output_dir, int64_t step,
     const std::function<void(const std::filesystem::path& folder)>& write_files);
 
+/// What a save killed midway leaves in output_dir, put right before the next save: temporary
+/// folders of dead processes (.tmp-checkpoint-<step>-<pid>) are deleted; a checkpoint moved
+/// aside to be replaced (.old-checkpoint-<step>-<pid>) goes back to its name when nothing took
+/// its place and it is complete, else it is deleted; other ranks' staged files of another step
+/// (.rank-files-checkpoint-<step>) are deleted. Folders of live processes other than this one
+/// are left alone. Returns one line per folder handled, for the log.
+std::vector<std::string> clean_stale_checkpoint_temporaries(const std::filesystem::path& output_dir,
+                                                            int64_t current_step);
+
 /// Checks a checkpoint folder against its manifest: every listed file present with the recorded
 /// size and CRC-32. Returns nothing when complete, else what is wrong, naming the file.
 std::optional<std::string> verify_checkpoint(const std::filesystem::path& folder);

@@ -116,9 +116,21 @@ fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerStat
   }
   if (distributed) strategy_.barrier();  // every process staged its files
 
-  write_checkpoint_atomically(args_.output_dir, step, [&](const fs::path& dir) {
-    write_shared_files(dir, parts, state, loop, rng_json, staging);
-  });
+  for (const auto& line : clean_stale_checkpoint_temporaries(args_.output_dir, step))
+    logging::logger()->warn("{}", line);
+  try {
+    write_checkpoint_atomically(args_.output_dir, step, [&](const fs::path& dir) {
+      write_shared_files(dir, parts, state, loop, rng_json, staging);
+    });
+  } catch (const std::exception& error) {
+    // Nothing of the failed save is kept (write_checkpoint_atomically removed its temporary
+    // folder); say which checkpoint a restart resumes from.
+    const auto previous = latest_complete_checkpoint(args_.output_dir);
+    throw std::runtime_error(
+        "could not save " + folder.string() + ": " + error.what() + ". Nothing of it was kept; " +
+        (previous ? "the last complete checkpoint, " + previous->string() + ", is unchanged"
+                  : std::string("there is no earlier checkpoint")));
+  }
   if (distributed) fs::remove_all(staging);
   logging::logger()->info("Saved checkpoint {}", folder.string());
   if (args_.save_total_limit) {
@@ -297,6 +309,19 @@ void CheckpointManager::restore_rng(const fs::path& folder) const {
 bool CheckpointManager::load_best_model(const TrainerState& state, Model& model) const {
   if (!state.best_model_checkpoint) return false;
   const fs::path best = *state.best_model_checkpoint;
+  // The path comes from trainer_state.json: only a checkpoint folder of this run's output_dir is
+  // loaded, never weights from wherever a (copied or edited) state file points.
+  std::error_code ec;
+  const fs::path resolved = fs::weakly_canonical(best, ec);
+  if (!checkpoint_step(best) || ec ||
+      !fs::equivalent(resolved.parent_path(), args_.output_dir, ec)) {
+    logging::logger()->warn(
+        "the best checkpoint {} recorded in trainer_state.json is not a checkpoint-<step> folder "
+        "of --output_dir {}: the best model is not loaded (paths read from files stay inside "
+        "the run's folder)",
+        best.string(), args_.output_dir);
+    return false;
+  }
   if (auto problem = verify_checkpoint(best)) {
     logging::logger()->warn("could not load the best model from {}: {}", best.string(), *problem);
     return false;

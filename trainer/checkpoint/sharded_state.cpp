@@ -1,5 +1,6 @@
 #include <ctrainer/trainer/checkpoint/sharded_state.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -145,6 +146,29 @@ std::map<std::string, std::vector<SavedPiece>> read_saved_pieces(const fs::path&
       }
       if (!piece.tensors.count("master")) throw fail(file.string() + " lacks master." + name);
       saved[name].push_back(std::move(piece));
+    }
+  }
+  // The ranks' slices come from files: each parameter's must tile [0, numel) exactly, so that
+  // no index outside the parameter is written and no gap or overlap goes unnoticed.
+  const nlohmann::json& parameters = manifest.at("parameters");
+  for (auto& [name, pieces] : saved) {
+    if (!parameters.contains(name))
+      throw fail("the ranks' files hold " + name + ", which the manifest does not list");
+    const auto shape = parameters.at(name).at("shape").get<std::vector<int64_t>>();
+    int64_t numel = 1;
+    for (const int64_t size : shape) {
+      if (size < 0) throw fail("the manifest gives " + name + " a negative size");
+      numel *= size;
+    }
+    std::sort(pieces.begin(), pieces.end(),
+              [](const SavedPiece& a, const SavedPiece& b) { return a.begin < b.begin; });
+    int64_t next = 0;
+    for (const SavedPiece& piece : pieces) {
+      if (piece.begin != next || piece.end < piece.begin || piece.end > numel)
+        throw fail("the saved slices of " + name + " do not tile its " + std::to_string(numel) +
+                   " elements: [" + std::to_string(piece.begin) + ", " + std::to_string(piece.end) +
+                   ") after " + std::to_string(next) + " (a rank's index file is corrupted)");
+      next = piece.end;
     }
   }
   return saved;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <system_error>
 
+#include <ctrainer/trainer/core/write_faults.h>
+
 namespace ctrainer {
 namespace fs = std::filesystem;
 namespace {
@@ -41,9 +43,14 @@ nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
 void write_json_file(const fs::path& path, const nlohmann::json& value, int indent) {
   // The temporary is a sibling (same file system, so the rename is atomic) whose name no reader
   // looks for; the pid keeps processes that write the same folder apart.
-  const fs::path temporary =
-      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  // (Appended piece by piece: GCC 12 at -O3 warns falsely about "." + string.)
+  std::string temporary_name = ".";
+  temporary_name += path.filename().string();
+  temporary_name += ".tmp-" + std::to_string(::getpid());
+  const fs::path temporary = path.parent_path() / temporary_name;
   try {
+    if (const int injected = write_fault(path))  // tests: a failing disk (write_faults.h)
+      throw std::system_error(injected, std::generic_category(), "cannot write " + path.string());
     {
       std::ofstream out(temporary, std::ios::trunc);
       if (!out)
