@@ -1,6 +1,7 @@
 #include <ctrainer/trainer/data/data_loader.h>
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
 #include <typeinfo>
 
@@ -49,13 +50,50 @@ int64_t DataLoader::batch_num_examples(int64_t index) const {
   return std::min<int64_t>(options_.batch_size, static_cast<int64_t>(order_->size()) - begin);
 }
 
+namespace {
+
+/// Rethrows the exception being handled, nested in one that names the dataset example it came
+/// from: a worker's error then says which example to look at, whatever the dataset wrote.
+[[noreturn]] void rethrow_naming_example(int64_t index) {
+  const std::string name = "dataset example " + std::to_string(index) + ": ";
+  try {
+    throw;
+  } catch (const std::exception& error) {
+    std::throw_with_nested(std::runtime_error(name + error.what()));
+  } catch (...) {
+    std::throw_with_nested(std::runtime_error(name + "unknown exception"));
+  }
+}
+
+}  // namespace
+
 Batch DataLoader::collate(const std::vector<int64_t>& indices) const {
   std::optional<Batch> out;
-  if (default_collator_) out = dataset_->get_stacked(indices);
+  if (default_collator_) {
+    try {
+      out = dataset_->get_stacked(indices);
+    } catch (...) {
+      // Which example? Read them one by one to find it (only on this error path).
+      for (int64_t i : indices) {
+        try {
+          (void)dataset_->get(i);
+        } catch (...) {
+          rethrow_naming_example(i);
+        }
+      }
+      throw;
+    }
+  }
   if (!out) {
     std::vector<Example> examples;
     examples.reserve(indices.size());
-    for (int64_t i : indices) examples.push_back(dataset_->get(i));
+    for (int64_t i : indices) {
+      try {
+        examples.push_back(dataset_->get(i));
+      } catch (...) {
+        rethrow_naming_example(i);
+      }
+    }
     out = (*collator_)(examples);
   }
 #ifdef CTRAINER_WITH_CUDA
