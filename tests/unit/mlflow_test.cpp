@@ -17,6 +17,7 @@
 
 #include "support/expect_error.h"
 #include "support/fake_http_server.h"
+#include "support/process.h"
 
 namespace ctrainer {
 namespace {
@@ -300,7 +301,7 @@ TEST(MlflowRunLogger, ServerDownIsReportedOnceAndDropsTheRest) {
   const auto start = std::chrono::steady_clock::now();
   {
     mlflow::RunLogger logger(
-        options_for("http://127.0.0.1:" + std::to_string(FakeHttpServer::closed_port()), 1),
+        options_for("http://127.0.0.1:" + std::to_string(testing::free_port()), 1),
         captured.reports());
     logger.start({});
     for (int step = 0; step < 5; ++step) logger.log_metrics({{"loss", 1.0, 0, step}});

@@ -28,6 +28,7 @@
 #include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/core/json_file.h>
 
+#include "support/process.h"
 #include "support/test_data.h"
 
 namespace ctrainer {
@@ -188,22 +189,10 @@ std::set<std::string> listening_addresses(int port) {
   return out;
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), length);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 TEST(StoreBinding, RankZeroServesTheStoreOnMasterAddrOnly) {
   ProcessInfo info;
   info.master_addr = "127.0.0.1";
-  info.master_port = free_port();
+  info.master_port = testing::free_port();
   ProcessGroupOptions options;
   options.timeout = std::chrono::seconds(30);
   ProcessGroup group(info, options);
@@ -214,7 +203,7 @@ TEST(StoreBinding, RankZeroServesTheStoreOnMasterAddrOnly) {
 
 TEST(StoreBinding, WildcardOnlyWhenAskedOrUnreachableOtherwise) {
   std::string why;
-  const int port = free_port();
+  const int port = testing::free_port();
   int fd = listen_for_store("0.0.0.0", port, false, &why);
   EXPECT_TRUE(why.empty());
   EXPECT_EQ(bound_port(fd), port);
