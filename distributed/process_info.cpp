@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
@@ -82,7 +83,12 @@ void read_slurm(const Variables& vars, ProcessInfo& info) {
   info.local_world_size = info.world_size;
   for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     if (const auto text = vars.text(name)) {
-      const auto counts = expand_slurm_tasks_per_node(*text);
+      std::vector<int64_t> counts;
+      try {
+        counts = expand_slurm_tasks_per_node(*text);
+      } catch (const ArgumentError& error) {
+        throw ArgumentError(std::string(name) + ": " + error.what());
+      }
       if (info.node_rank >= 0 && info.node_rank < static_cast<int64_t>(counts.size()))
         info.local_world_size = counts[static_cast<size_t>(info.node_rank)];
       break;
@@ -92,7 +98,11 @@ void read_slurm(const Variables& vars, ProcessInfo& info) {
     // Rank 0 runs on the first node of the step.
     for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"}) {
       if (const auto list = vars.text(name)) {
-        info.master_addr = first_slurm_host(*list);
+        try {
+          info.master_addr = first_slurm_host(*list);
+        } catch (const ArgumentError& error) {
+          throw ArgumentError(std::string(name) + ": " + error.what());
+        }
         break;
       }
     }
@@ -127,18 +137,45 @@ void read_sagemaker(const ProcessInfo::Lookup& lookup, const Variables& vars, Pr
   info.node_rank = cluster->node_rank;
 }
 
+/// The names a launcher gives rank, world size, local rank and local world size: messages
+/// name what the user set, not torchrun's equivalents.
+struct RankNames {
+  const char *rank, *world_size, *local_rank, *local_world_size;
+};
+
+RankNames rank_names(LaunchEnvironment launcher) {
+  switch (launcher) {
+    case LaunchEnvironment::kSlurm:
+      return {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_TASKS_PER_NODE"};
+    case LaunchEnvironment::kOpenMpi:
+      return {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+              "OMPI_COMM_WORLD_LOCAL_SIZE"};
+    case LaunchEnvironment::kSingleProcess:  // only --local_rank can be set
+    case LaunchEnvironment::kTorchrun:
+      break;
+  }
+  return {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+}
+
 void validate(const ProcessInfo& info) {
   const char* source = to_string(info.launched_by);
+  const RankNames n = rank_names(info.launched_by);
+  if (info.launched_by == LaunchEnvironment::kSingleProcess && info.local_rank != 0)
+    throw ArgumentError("--local_rank " + std::to_string(info.local_rank) +
+                        " without a launcher: this is the only process of its node, whose local "
+                        "rank is 0; start several processes with ctrainer-run or torchrun, or "
+                        "drop --local_rank");
   if (info.world_size < 1 || info.rank < 0 || info.rank >= info.world_size)
-    throw ArgumentError(rank_pair("RANK", info.rank, "WORLD_SIZE", info.world_size) + " (from " +
-                        source + ") is inconsistent: need 0 <= RANK < WORLD_SIZE");
+    throw ArgumentError(rank_pair(n.rank, info.rank, n.world_size, info.world_size) + " (from " +
+                        source + ") is inconsistent: need 0 <= " + n.rank + " < " + n.world_size);
   if (info.local_world_size < 1 || info.local_rank < 0 || info.local_rank >= info.local_world_size)
     throw ArgumentError(
-        rank_pair("LOCAL_RANK", info.local_rank, "LOCAL_WORLD_SIZE", info.local_world_size) +
-        " (from " + source + ") is inconsistent: need 0 <= LOCAL_RANK < LOCAL_WORLD_SIZE");
+        rank_pair(n.local_rank, info.local_rank, n.local_world_size, info.local_world_size) +
+        " (from " + source + ") is inconsistent: need 0 <= " + n.local_rank + " < " +
+        n.local_world_size);
   if (info.local_world_size > info.world_size)
     throw ArgumentError(
-        rank_pair("LOCAL_WORLD_SIZE", info.local_world_size, "WORLD_SIZE", info.world_size) +
+        rank_pair(n.local_world_size, info.local_world_size, n.world_size, info.world_size) +
         " (from " + source + "): a node cannot hold more processes than the job");
   if (info.node_rank < 0)
     throw ArgumentError("GROUP_RANK=" + std::to_string(info.node_rank) + " (from " + source +

@@ -8,8 +8,9 @@ namespace ctrainer {
 namespace {
 
 ArgumentError malformed(const std::string& what, const std::string& text) {
-  return ArgumentError("cannot parse " + what + " '" + text +
-                       "'; expected SLURM's syntax, e.g. 'node[01-04,07]' or '2(x3),1'");
+  const bool node_list = what.find("node list") != std::string::npos;
+  return ArgumentError("cannot parse " + what + " '" + text + "'; expected SLURM's syntax, e.g. " +
+                       (node_list ? "'node[01-04,07]'" : "'2(x3),1'"));
 }
 
 int64_t parse_count(const std::string& digits, const std::string& what, const std::string& text) {

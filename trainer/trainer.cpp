@@ -126,13 +126,12 @@ TrainOutput Trainer::train() {
     ~ResetInTrain() { flag = false; }
   } reset_in_train{in_train_};
   train_dataloader_ = get_train_dataloader();
-  profiler_ = StepProfiler(
-      args_.profile_steps,
-      device_.is_cuda() ? std::function<void()>([index = device_.index()] {
-        torch::cuda::synchronize(index);
-      })
-                        : std::function<void()>(),
-      collective_wait_seconds);
+  profiler_ = StepProfiler(args_.profile_steps,
+                           device_.is_cuda() ? std::function<void()>([index = device_.index()] {
+                             torch::cuda::synchronize(index);
+                           })
+                                             : std::function<void()>(),
+                           collective_wait_seconds);
   const TrainingPlan plan = plan_training(*train_dataloader_);
   start_state(plan);
   // transformers' trainer_config_finalize: the schedule's "auto" values, then one error listing
@@ -141,11 +140,13 @@ TrainOutput Trainer::train() {
   create_optimizer_and_scheduler(plan.max_steps);
   // A sharded strategy makes the optimizer step this rank's slices only.
   strategy_->setup_optimizer(*optimizer_);
-  write_training_args();
   log_training_banner(plan);
 
   const std::optional<std::filesystem::path> resume = checkpoints_->resume_checkpoint();
   const DataPosition start_at = resume ? resume_from(*resume, plan) : DataPosition{};
+  // Only once the checkpoint to resume from is accepted: a refused one leaves output_dir as it
+  // was, so the corrected command is not then refused for a non-empty output_dir.
+  write_training_args();
   position_ = start_at;
   strategy_->zero_grad(*model_);
   control_.new_training();

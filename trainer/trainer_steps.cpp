@@ -94,12 +94,24 @@ void Trainer::create_optimizer_and_scheduler(int64_t num_training_steps) {
   // transformers lets a DeepSpeed config's optimizer and scheduler sections replace --optim and
   // --lr_scheduler_type in every combination (deepspeed_optim_sched).
   const auto& ds = sharding_.deepspeed_settings;
-  if (ds && ds->optimizer && !optimizer_ && !components_.optimizer)
-    optimizer_ = create_deepspeed_optimizer(ds->optimizer->type, ds->optimizer->params, *model_);
+  // The sections' errors name their JSON path; the file is added here.
+  const auto in_config = [&](const ArgumentError& error) {
+    return ArgumentError("--deepspeed " + args_.deepspeed.value_or("config") + ": " + error.what());
+  };
+  try {
+    if (ds && ds->optimizer && !optimizer_ && !components_.optimizer)
+      optimizer_ = create_deepspeed_optimizer(ds->optimizer->type, ds->optimizer->params, *model_);
+  } catch (const ArgumentError& error) {
+    throw in_config(error);
+  }
   create_optimizer();
-  if (ds && ds->scheduler && !lr_scheduler_ && !components_.lr_scheduler)
-    lr_scheduler_ =
-        create_deepspeed_scheduler(ds->scheduler->type, ds->scheduler->params, optimizer_);
+  try {
+    if (ds && ds->scheduler && !lr_scheduler_ && !components_.lr_scheduler)
+      lr_scheduler_ =
+          create_deepspeed_scheduler(ds->scheduler->type, ds->scheduler->params, optimizer_);
+  } catch (const ArgumentError& error) {
+    throw in_config(error);
+  }
   create_scheduler(num_training_steps, optimizer_);
 }
 

@@ -2,13 +2,15 @@
 // one HF model folder, from the ranks' zero/ files alone (DeepSpeed's zero_to_fp32.py):
 //   ctrainer-consolidate CHECKPOINT_DIR OUTPUT_DIR
 // writes OUTPUT_DIR/model.safetensors (the fp32 masters, every trainable parameter under its
-// HF name) and copies config.json when the checkpoint has one. Exit code 0 on success, 2 on bad
-// input (named), 1 on any other error.
+// HF name) and copies config.json when the checkpoint has one. The checkpoint must pass its
+// manifest's checks (every file's size and CRC-32). Exit code 0 on success, 2 on bad input
+// (named), 1 on any other error.
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include <ctrainer/integrations/safetensors.h>
+#include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/sharded_state.h>
 #include <ctrainer/trainer/core/errors.h>
 
@@ -20,10 +22,21 @@ int main(int argc, char** argv) {
   }
   const fs::path checkpoint = argv[1], output = argv[2];
   try {
+    std::error_code missing;
+    if (!fs::is_directory(checkpoint, missing))
+      throw ctrainer::ArgumentError(checkpoint.string() +
+                                    ": no such folder; give a checkpoint-N folder written by a "
+                                    "--deepspeed / --fsdp run");
     if (!ctrainer::has_sharded_state(checkpoint))
       throw ctrainer::ArgumentError(checkpoint.string() +
                                     " holds no sharded state (zero/manifest.json): give a "
                                     "checkpoint-N folder written by a --deepspeed / --fsdp run");
+    // The manifest vouches for every file (size, CRC-32): a checkpoint whose save did not
+    // finish, or a damaged file, must not become a model.
+    if (const auto problem = ctrainer::verify_checkpoint(checkpoint))
+      throw ctrainer::ArgumentError(
+          "checkpoint " + checkpoint.string() + " is incomplete or damaged: " + *problem +
+          "; consolidate a complete checkpoint (an earlier checkpoint-N)");
     if (fs::exists(output / "model.safetensors"))
       throw ctrainer::ArgumentError((output / "model.safetensors").string() +
                                     " exists; give an empty or new output folder");
@@ -38,6 +51,9 @@ int main(int argc, char** argv) {
                 (output / "model.safetensors").string().c_str());
     return 0;
   } catch (const ctrainer::ArgumentError& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 2;
+  } catch (const ctrainer::SafetensorsError& error) {  // a damaged rank file: bad input too
     std::fprintf(stderr, "error: %s\n", error.what());
     return 2;
   } catch (const std::exception& error) {

@@ -94,6 +94,13 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
   ctrainer::set_seed(args.seed);
 
   ModelBundle bundle = load_model_and_tokenizer(glue_args.model, task);
+  // Found here rather than as an index error in the first forward (HF's run_glue fails there).
+  if (const int64_t positions = bundle.model->bert_config().max_position_embeddings;
+      glue_args.data.max_seq_length > positions)
+    throw ctrainer::ArgumentError(
+        "--max_seq_length " + std::to_string(glue_args.data.max_seq_length) +
+        " exceeds the model's max_position_embeddings " + std::to_string(positions) +
+        " (its config.json): use --max_seq_length " + std::to_string(positions) + " or less");
   GlueDatasets data = load_glue_datasets(glue_args.data, args, task, bundle);
 
   std::shared_ptr<ctrainer::DataCollator> collator;

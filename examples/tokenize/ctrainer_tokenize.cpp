@@ -42,6 +42,14 @@ Args parse_args(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
+    // Known flags first, so that an unknown one or a stray word is named as such (not as a flag
+    // missing its value).
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name != "--vocab" && name != "--do_lower_case" && name != "--max_length")
+      throw ctrainer::ArgumentError(
+          (arg.starts_with("--") ? "unknown flag " + name : "unexpected argument '" + arg + "'") +
+          "; the flags are --vocab FILE, --do_lower_case true|false and --max_length N (text "
+          "comes on stdin)");
     std::string value;
     if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
       value = arg.substr(eq + 1);

@@ -1,5 +1,6 @@
 #include <ctrainer/integrations/mlflow/run_logger.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
@@ -72,6 +73,8 @@ void RunLogger::run_task(const std::function<void()>& task) {
   }
   try {
     task();
+    std::lock_guard<std::mutex> lock(mutex_);
+    server_answered_ = true;
   } catch (const RequestError& error) {
     if (error.server_unavailable()) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -150,11 +153,15 @@ void RunLogger::finish(const std::string& status) {
     if (id.empty()) return;
     client_.update_run(id, status, now_ms());
   });
+  double patience = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     finish_called_ = true;
+    // A server that answered before may be having a blip: give the queue a while. One that
+    // never answered is not waited for (its first request may still be in its retries).
+    if (server_answered_) patience = std::min(patience_seconds_, kFinishPatienceSeconds);
   }
-  flush(patience_seconds_);
+  flush(patience);
 }
 
 void RunLogger::flush(double patience_seconds) {

@@ -52,9 +52,12 @@ class RunLogger {
   void start(RunSpec spec);
   /// Queues one batch of metrics.
   void log_metrics(std::vector<Metric> metrics);
-  /// Queues the run's end with `status` ("FINISHED") and flushes. Later log_metrics calls still
-  /// go to the run (MLflow accepts metrics for an ended run).
+  /// Queues the run's end with `status` ("FINISHED") and flushes: with the patience of
+  /// kFinishPatienceSeconds (at most the request timeout) when the server has answered before,
+  /// none when it never did, so that a job never waits minutes at its end for a server that is
+  /// down. Later log_metrics calls still go to the run (MLflow accepts metrics for an ended run).
   void finish(const std::string& status);
+  static constexpr double kFinishPatienceSeconds = 30;
   /// Waits until everything queued so far was sent or given up. After `patience` seconds of
   /// waiting, retries stop (each request left is tried once), so that the end of training
   /// waits at most about patience + one request's timeout for an unavailable server.
@@ -80,6 +83,7 @@ class RunLogger {
   bool stopping_ = false;
   bool unavailable_ = false;  // the server could not be reached: send nothing more
   bool started_ = false;      // start() was called
+  bool server_answered_ = false;
   bool finish_called_ = false;
   double patience_seconds_;
   std::string run_id_;

@@ -317,6 +317,25 @@ TEST(MlflowRunLogger, ServerDownIsReportedOnceAndDropsTheRest) {
       << captured.warnings[1];
 }
 
+TEST(MlflowRunLogger, TrainEndDoesNotWaitForAServerThatNeverAnswered) {
+  // MLflow's default retries (7, backoff 2 s doubling: minutes) are left running in the
+  // background; train end must not sit through them.
+  mlflow::ServerOptions options;
+  options.tracking_uri = "http://127.0.0.1:" + std::to_string(testing::free_port());
+  CapturedReports captured;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    mlflow::RunLogger logger(options, captured.reports());
+    logger.start({});
+    logger.log_metrics({{"loss", 1.0, 0, 1}});
+    logger.finish("FINISHED");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_FALSE(captured.warnings.empty());
+  EXPECT_NE(captured.warnings[0].find("no longer reporting to MLflow"), std::string::npos)
+      << captured.warnings[0];
+}
+
 TEST(MlflowRunLogger, RefusedBatchesAreReportedAndLoggingGoesOn) {
   FakeHttpServer server([](const FakeHttpServer::Request& request) -> FakeHttpServer::Reply {
     if (request.path.find("runs/create") != std::string::npos)

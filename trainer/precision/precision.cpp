@@ -42,8 +42,8 @@ Precision::Precision(PrecisionOptions options, const c10::Device& device)
     throw std::invalid_argument("PrecisionOptions: 16-bit parameters exclude autocast");
   if (cpu && options_.parameter_dtype == at::kHalf)
     throw ArgumentError(
-        "fp16.enabled: float16 parameters need a CUDA device, and this run is on the CPU; use "
-        "bf16.enabled (or --bf16) on the CPU");
+        "--deepspeed config: fp16.enabled: float16 parameters need a CUDA device, and this run is "
+        "on the CPU; use bf16.enabled (or --bf16) on the CPU");
   if (cpu && options_.full_eval_dtype == at::kHalf)
     throw ArgumentError(
         "--fp16_full_eval: float16 evaluation needs a CUDA device, and this run is on the CPU; "
