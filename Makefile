@@ -1,10 +1,14 @@
 # ctrainer developer entry points. Each installs what it needs first (scripts/install-deps.sh:
 # Debian packages, and the pinned torch wheel in a Python environment outside the clone).
 #   make demo    train a small BERT on the bundled GLUE SST-2 and print its dev metrics (main job)
-#   make test    install deps (+ the tests' Python references), configure, build, run all of ctest
+#   make test    install deps (+ the tests' Python references), configure, build, run all of ctest,
+#                then the unit tests under ASan/UBSan and a fuzz smoke run (SANITIZE=OFF skips)
 #   make bench   re-run every benchmarks/results/*.json with its recorded command, then rewrite
 #                benchmarks/results/README.md (BENCH_SCENARIOS="ddp scaling" selects some)
-#   make docs    regenerate docs/arguments.md from the flag table (ctest checks it is current)
+#   make docs    regenerate docs/arguments.md from the flag table and docs/errors.md by running
+#                every bad input of tests/docs/error_catalogue.py (ctest checks both are current)
+#   make fuzz    build the libFuzzer targets of fuzz/ with clang (build-fuzz/) and fuzz each for
+#                FUZZ_SECONDS (default 5; FUZZ_TARGETS="safetensors vocab" selects some)
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -18,7 +22,7 @@ export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_f
 # Paths relative to the checkout, so a fresh clone (CI) reuses the cache of an earlier one.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps test-deps configure build test demo bench docs install clean
+.PHONY: all deps test-deps configure build test demo bench docs fuzz install clean
 
 all: build
 
@@ -35,8 +39,15 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# After ctest, the unit tests again under ASan + UBSan + LeakSanitizer and every fuzz target for a
+# few seconds, both from one clang build in build-fuzz/ (SANITIZE=OFF skips them).
+SANITIZE ?= ON
 test: test-deps build
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure
+ifeq ($(SANITIZE),ON)
+	bash scripts/sanitize.sh --jobs $(JOBS)
+	bash scripts/fuzz.sh --seconds 5 --jobs $(JOBS)
+endif
 
 # The demo builds only the program it runs (96 of the ~210 build steps).
 demo: configure
@@ -56,9 +67,26 @@ bench: test-deps configure
 	BENCH_SCENARIOS="$(BENCH_SCENARIOS)" bash benchmarks/run_benchmarks.sh \
 	  $(BUILD_DIR)/benchmarks/ctrainer-bench benchmarks/results
 
+# The programs whose error messages docs/errors.md catalogues, as error_catalogue.py finds them.
+ERROR_CATALOGUE_ENV := CTRAINER_SOURCE_DIR=$(CURDIR) \
+  CTRAINER_BIN_RUN_GLUE=$(BUILD_DIR)/examples/run_glue \
+  CTRAINER_BIN_CTRAINER_TRAIN_CLASSIFIER=$(BUILD_DIR)/examples/ctrainer-train-classifier \
+  CTRAINER_BIN_CTRAINER_RUN=$(BUILD_DIR)/distributed/ctrainer-run \
+  CTRAINER_BIN_CTRAINER_CONSOLIDATE=$(BUILD_DIR)/examples/ctrainer-consolidate \
+  CTRAINER_BIN_CTRAINER_TOKENIZE=$(BUILD_DIR)/examples/ctrainer-tokenize \
+  CTRAINER_BIN_CTRAINER_PLOT=$(BUILD_DIR)/examples/ctrainer-plot
+
 docs: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target run_glue
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target run_glue ctrainer-train-classifier \
+	  ctrainer-run ctrainer-consolidate ctrainer-tokenize ctrainer-plot
 	$(BUILD_DIR)/examples/run_glue --help_markdown > docs/arguments.md
+	$(ERROR_CATALOGUE_ENV) $(VENV)/bin/python tests/docs/error_catalogue.py --write docs/errors.md
+
+# A separate clang build (ASan, UBSan, libFuzzer); the normal build replays the corpora in ctest.
+FUZZ_SECONDS ?= 5
+FUZZ_TARGETS ?=
+fuzz: deps
+	bash scripts/fuzz.sh --seconds $(FUZZ_SECONDS) --jobs $(JOBS) $(FUZZ_TARGETS)
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)

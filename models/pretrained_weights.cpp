@@ -91,9 +91,10 @@ WeightLoadReport load_state_dict(torch::nn::Module& module,
     }
     auto it = targets.find(key);
     if (it == targets.end()) {
-      const bool silent = std::any_of(ignored.begin(), ignored.end(), [&](const std::regex& r) {
-        return std::regex_search(checkpoint_key, r);
-      });
+      // (checkpoint_key captured by name: clang before 16 cannot capture a structured binding.)
+      const bool silent = std::any_of(
+          ignored.begin(), ignored.end(),
+          [&name = checkpoint_key](const std::regex& r) { return std::regex_search(name, r); });
       if (!silent) report.unexpected_keys.push_back(checkpoint_key);
       continue;
     }

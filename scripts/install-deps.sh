@@ -55,6 +55,8 @@ packages=(
                                       # is compiled into libtorch_cpu; we never link Debian's)
   iproute2                            # `ip netns` / veth: the multi-node tests simulate two
                                       # nodes in network namespaces (skipped without it)
+  clang libclang-rt-14-dev llvm       # `make fuzz` (scripts/fuzz.sh): libFuzzer and the
+                                      # sanitizer runtimes, llvm-symbolizer for their reports
 )
 "$python" -c 'import ensurepip, venv' 2> /dev/null || packages+=(python3-venv)
 missing=()

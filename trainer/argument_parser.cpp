@@ -336,7 +336,8 @@ void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments&
                           "\" both set " + spec->name + "; keep one");
     }
     seen.emplace(spec->name, key);
-    pending.set(*spec, "config file '" + path + "', key \"" + key + "\": ", [&] {
+    // (value captured by name: clang before 16 cannot capture a structured binding.)
+    pending.set(*spec, "config file '" + path + "', key \"" + key + "\": ", [&, &value = value] {
       spec->set_from_json(args, value);
     });
   }

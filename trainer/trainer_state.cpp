@@ -1,6 +1,9 @@
 #include <ctrainer/trainer/trainer_state.h>
 
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ctrainer {
 
@@ -49,6 +52,16 @@ template <typename T>
 void read_field(const nlohmann::json& j, const char* key, T& out) {
   if (!j.contains(key))
     throw std::runtime_error(std::string("trainer_state.json lacks \"") + key + "\"");
+  // nlohmann converts any number to an integer with a cast, undefined for 1e300: counters must
+  // be integers in range.
+  if constexpr (std::is_same_v<T, int64_t>) {
+    const nlohmann::json& value = j.at(key);
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() &&
+         value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+      throw std::runtime_error(std::string("trainer_state.json: bad \"") + key +
+                               "\": must be an integer, got " + value.dump().substr(0, 80));
+  }
   try {
     out = j.at(key).get<T>();
   } catch (const nlohmann::json::exception& e) {

@@ -59,8 +59,14 @@ std::vector<double> nice_ticks(double lo, double hi, int target_count) {
     throw std::invalid_argument("nice_ticks: the range must be finite");
   if (target_count < 2) throw std::invalid_argument("nice_ticks: target_count must be >= 2");
   if (hi < lo) std::swap(lo, hi);
+  // Values read from files (a trainer_state.json's log_history) can span more than a double can
+  // subtract (-1e308 to 1e308) or be one subnormal number: the ticks cover at most +-1e300, and
+  // a single value gets a range of at least 1e-300 around it.
+  constexpr double kLimit = 1e300;
+  lo = std::clamp(lo, -kLimit, kLimit);
+  hi = std::clamp(hi, -kLimit, kLimit);
   if (hi == lo) {
-    const double half = lo == 0 ? 0.5 : std::abs(lo) * 0.1;
+    const double half = lo == 0 ? 0.5 : std::max(std::abs(lo) * 0.1, 1 / kLimit);
     lo -= half;
     hi += half;
   }

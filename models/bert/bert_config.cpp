@@ -130,6 +130,10 @@ const std::set<std::string> kKnownKeys = {"model_type",
 
 void BertConfig::set_num_labels(int64_t n) {
   if (n < 1) throw ArgumentError("num_labels must be >= 1, got " + std::to_string(n));
+  // One name per label is built below: a count from a config file must not exhaust memory.
+  if (n > kMaxNumLabels)
+    throw ArgumentError("num_labels " + std::to_string(n) + " is more than ctrainer supports (" +
+                        std::to_string(kMaxNumLabels) + ")");
   if (n == num_labels()) return;
   id2label.clear();
   for (int64_t i = 0; i < n; ++i) id2label.push_back("LABEL_" + std::to_string(i));
@@ -230,7 +234,9 @@ BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& sou
   } else if (j.contains("num_labels")) {
     int64_t n = 0;
     read_int(j, "num_labels", n, source);
-    if (n < 1) fail(source, "'num_labels' must be >= 1, got " + std::to_string(n));
+    if (n < 1 || n > kMaxNumLabels)
+      fail(source, "'num_labels' must be in [1, " + std::to_string(kMaxNumLabels) + "], got " +
+                       std::to_string(n));
     c.set_num_labels(n);
   }
   if (j.contains("label2id") && !j.at("label2id").is_null())

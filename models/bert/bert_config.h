@@ -14,6 +14,10 @@ namespace ctrainer {
 
 /// HF BertConfig. Defaults are those of bert-base-uncased (= transformers' defaults).
 struct BertConfig {
+  /// The most labels a config may ask for (num_labels; transformers has no limit, but every label
+  /// gets a name in id2label and label2id).
+  static constexpr int64_t kMaxNumLabels = 1'000'000;
+
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -45,7 +49,7 @@ struct BertConfig {
   /// Number of classification outputs (HF's config.num_labels = len(id2label)).
   int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
   /// HF's num_labels setter: when the count changes, id2label/label2id become LABEL_0..LABEL_{n-1}.
-  /// Throws ArgumentError when n < 1.
+  /// Throws ArgumentError when n < 1 or n > kMaxNumLabels.
   void set_num_labels(int64_t n);
   /// hidden_size / num_attention_heads.
   int64_t head_dim() const { return hidden_size / num_attention_heads; }

@@ -368,6 +368,15 @@ TEST_F(BertModelTest, ConfigNumLabelsWithoutId2LabelAndTheSetter) {
   EXPECT_EQ(c.to_json()["id2label"],
             (json{{"0", "LABEL_0"}, {"1", "LABEL_1"}, {"2", "LABEL_2"}, {"3", "LABEL_3"}}));
   EXPECT_EQ(BertConfig().num_labels(), 2);  // HF's default
+  // A count from a file that would name billions of labels is an error, not an exhausted memory
+  // (fuzz/corpus/bert_config/num_labels_huge.json).
+  testing::expect_error(
+      [] {
+        BertConfig::from_json(json{{"num_labels", int64_t{1} << 62}}, "cfg.json");
+      },
+      {"cfg.json", "'num_labels' must be in [1, 1000000]"});
+  testing::expect_error([] { BertConfig().set_num_labels(BertConfig::kMaxNumLabels + 1); },
+                        {"num_labels 1000001"});
 }
 
 TEST_F(BertModelTest, BadConfigIsAClearErrorNamingTheFile) {

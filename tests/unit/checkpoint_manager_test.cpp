@@ -3,6 +3,7 @@
 // back bitwise (the Trainer-level resume tests are in checkpoint_resume_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -19,6 +20,7 @@
 #include <ctrainer/trainer/data/sampler.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
+#include <ctrainer/trainer/trainer_state.h>
 #include <ctrainer/trainer/training_args.h>
 
 #include "support/expect_error.h"
@@ -126,6 +128,53 @@ TEST(LoopState, RoundTripsThroughItsJsonFile) {
   newer["format_version"] = 2;
   EXPECT_NE(error_of([&] { LoopState::from_json(newer, "ckpt"); }).find("format_version 2"),
             std::string::npos);
+}
+
+TEST(LoopState, MalformedFilesAreErrorsNamingTheKey) {
+  // Found by fuzz/loop_state_fuzzer.cpp (fuzz/corpus/loop_state/): JSON library errors without
+  // the file's name, a cast of 1e300 to an integer, counters that overflow on use.
+  const nlohmann::json good = sample_loop_state().to_json();
+  const auto refused = [](const nlohmann::json& json, const std::string& part) {
+    try {
+      LoopState::from_json(json, "ckpt");
+      ADD_FAILURE() << "accepted " << json.dump();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  refused(nlohmann::json::array(), "ckpt/loop_state.json is not a JSON object");
+  nlohmann::json bad = good;
+  bad.erase("tr_loss");
+  refused(bad, "ckpt/loop_state.json lacks \"tr_loss\"");
+  bad = good;
+  bad["tr_loss"] = "x";
+  refused(bad, "\"tr_loss\" must be a number");
+  bad = good;
+  bad["batches_consumed_in_epoch"] = 1e300;
+  refused(bad, "\"batches_consumed_in_epoch\" must be an integer in [0, 2^53]");
+  bad = good;
+  bad["world_size"] = int64_t{1} << 62;
+  refused(bad, "\"world_size\" must be an integer in [1, 2^53]");
+  bad = good;
+  bad["gradient_accumulation_steps"] = 0;
+  refused(bad, "\"gradient_accumulation_steps\"");
+  // What to_json() writes for a NaN loss (null) reads back.
+  bad = good;
+  bad["tr_loss"] = nullptr;
+  EXPECT_TRUE(std::isnan(LoopState::from_json(bad, "ckpt").tr_loss));
+}
+
+TEST(TrainerStateFile, CountersMustBeIntegers) {
+  // fuzz/corpus/trainer_state/bad_global_step_1e_300.json: a cast of 1e300 to int64 before.
+  nlohmann::json state = TrainerState().to_json();
+  state["global_step"] = 1e300;
+  const std::string error = error_of([&] { TrainerState::from_json(state); });
+  EXPECT_NE(error.find("\"global_step\": must be an integer, got 1e+300"), std::string::npos)
+      << error;
+  state["global_step"] = 2.5;
+  EXPECT_THROW(TrainerState::from_json(state), std::runtime_error);
+  state["global_step"] = 7;
+  EXPECT_EQ(TrainerState::from_json(state).global_step, 7);
 }
 
 TEST(LoopState, RefusesARunOfAnotherShapeNamingTheFlag) {

@@ -230,6 +230,10 @@ TEST(DeepSpeedConfig, MalformedJsonGivesFileLineColumn) {
                {"--deepspeed", "malformed.json:5:9: invalid JSON"});
   expect_error([] { DeepSpeedConfig::from_file(kData / "no_such.json"); },
                {"--deepspeed", "no_such.json", "no such file"});
+  // A number too large for a double is not a parse_error to nlohmann (out_of_range.406, found
+  // by fuzz/deepspeed_config_fuzzer.cpp): an ArgumentError all the same.
+  expect_error([] { parse_json_config("{\"a\": 9e999}", "ds.json", "deepspeed"); },
+               {"--deepspeed ds.json: invalid JSON", "number overflow"});
 }
 
 TEST(JsonConfig, TextPosition) {

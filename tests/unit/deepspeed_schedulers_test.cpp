@@ -3,6 +3,7 @@
 // torch.optim optimizers with the same param groups; each is also explained by the closed form
 // in its comment. parity.deepspeed_schedulers compares many more cases bit for bit.
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -250,6 +251,10 @@ TEST(DeepSpeedSchedulersTest, LoadStateRefusesForeignStates) {
       },
       ::testing::ThrowsMessage<ArgumentError>(HasSubstr("--lr_scheduler_type")));
   EXPECT_THROW(scheduler->load_state_dict({{"last_batch_iteration", -2}}), ArgumentError);
+  // The next step() would overflow it (fuzz/corpus/lr_scheduler_state/deepspeed_max.json).
+  EXPECT_THROW(
+      scheduler->load_state_dict({{"last_batch_iteration", std::numeric_limits<int64_t>::max()}}),
+      ArgumentError);
   EXPECT_EQ(scheduler->state_dict(), before);  // nothing modified
 }
 

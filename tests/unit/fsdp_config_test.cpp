@@ -132,6 +132,27 @@ TEST(Fsdp, ConfigFileErrors) {
   expect_error([] { read_fsdp_config("{\"version\": 2}"); }, {"path of a JSON file"});
 }
 
+TEST(Fsdp, ValuesOfTheWrongTypeOrRange) {
+  // Found by fuzz/fsdp_config_fuzzer.cpp (fuzz/corpus/fsdp_config/): a float min_num_params
+  // beyond int64, strings that are numbers, a version that only truncates to 1.
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"auto_wrap_policy", "SIZE_BASED_WRAP"}, {"min_num_params", 1e54}});
+      },
+      {"min_num_params", "[0, 2^63)"});
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"auto_wrap_policy", 5}});
+      },
+      {"auto_wrap_policy must be a string, got 5"});
+  expect_error(
+      [] {
+        parse_fsdp("true", json{{"state_dict_type", true}});
+      },
+      {"state_dict_type must be a string"});
+  expect_error([] { parse_fsdp("true", json{{"version", 4294967297}}); }, {"version", "must be 1"});
+}
+
 TEST(ShardingArguments, ValidateRefusesWhatTransformersRefuses) {
   TrainingArguments args;
   args.fsdp = "full_shard";

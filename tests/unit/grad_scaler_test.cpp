@@ -248,6 +248,27 @@ TEST(GradScaler, LoadRefusesTheOtherPolicyAndMalformedState) {
   auto future = torch_scaler.state_dict();
   future["format_version"] = 9;
   expect_refused(torch_scaler, future, "format_version");
+  // Numbers a file can hold that the scaler cannot (found by fuzz/grad_scaler_fuzzer.cpp; the
+  // inputs are in fuzz/corpus/grad_scaler/): no cast of 1e300 to an integer, no float32 scale
+  // of inf, no counter that overflows at the next update.
+  auto huge_version = torch_scaler.state_dict();
+  huge_version["format_version"] = 1e300;
+  expect_refused(torch_scaler, huge_version, "format_version");
+  auto float_interval = torch_scaler.state_dict();
+  float_interval["growth_interval"] = 1e300;
+  expect_refused(torch_scaler, float_interval, "\"growth_interval\" must be an integer");
+  auto huge_scale = torch_scaler.state_dict();
+  huge_scale["scale"] = 1e300;
+  expect_refused(torch_scaler, huge_scale, "float32");
+  auto tracker = torch_scaler.state_dict();
+  tracker["_growth_tracker"] = tracker["growth_interval"];
+  expect_refused(torch_scaler, tracker, "\"_growth_tracker\" must be an integer in [0, 1999]");
+  auto iterations = ds_scaler.state_dict();
+  iterations["cur_iter"] = std::numeric_limits<int64_t>::max();
+  expect_refused(ds_scaler, iterations, "\"cur_iter\"");
+  auto hysteresis = ds_scaler.state_dict();
+  hysteresis["cur_hysteresis"] = -5;
+  expect_refused(ds_scaler, hysteresis, "\"cur_hysteresis\" must be an integer in [1, 2]");
 }
 
 TEST(GradScaler, BadOptionsNameTheOption) {

@@ -2,6 +2,7 @@
 // read back from a real optimizer's param groups after k step() calls.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numbers>
 #include <string>
@@ -240,6 +241,10 @@ TEST(LrScheduler, LoadStateDictValidates) {
   EXPECT_THROW(sched->load_state_dict(bad), ArgumentError);
   bad = good;
   bad["last_epoch"] = "3";
+  EXPECT_THROW(sched->load_state_dict(bad), ArgumentError);
+  // The next step() would overflow it (fuzz/corpus/lr_scheduler_state/last_epoch_max.json).
+  bad = good;
+  bad["last_epoch"] = std::numeric_limits<int64_t>::max();
   EXPECT_THROW(sched->load_state_dict(bad), ArgumentError);
   bad = good;
   bad["base_lrs"] = {1e-3};  // one group, optimizer has two

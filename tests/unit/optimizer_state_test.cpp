@@ -3,6 +3,7 @@
 // copies, and mismatched or corrupt states are rejected with messages that name the problem.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -426,6 +427,13 @@ TEST(OptimizerStateErrors, MissingOrIllTypedMeta) {
     Saved s;
     s.state.meta["param_groups"][0]["params"][0]["state"]["step"] = 1.5;
     expect_rejected_without_change(s.state, {"\"step\"", "integer"});
+  }
+  {
+    // The next step would wrap it negative (fuzz/corpus/optimizer_state/step_max.bin).
+    Saved s;
+    s.state.meta["param_groups"][0]["params"][0]["state"]["step"] =
+        std::numeric_limits<int64_t>::max();
+    expect_rejected_without_change(s.state, {"\"step\"", "in [0, 2^53]"});
   }
   {
     Saved s;

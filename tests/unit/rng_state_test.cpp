@@ -158,6 +158,13 @@ TEST(RngState, RestoreValidatesBeforeChangingAnything) {
   short_state.cpu.resize(100);
   expect_error([&] { restore_rng_state(short_state); },
                {"has 100 bytes", std::to_string(good.cpu.size())});
+  // The right size with an mt19937 position past its 624 words (fuzz/corpus/rng_state/
+  // cpu_next_out_of_range.json): libtorch refuses it, and that is an ArgumentError too.
+  RngState bad_position = good;
+  bad_position.cpu[16] = 0xA0;  // legacy_pod.next, a uint64 at byte 16: 0x86A0 = 34464
+  bad_position.cpu[17] = 0x86;
+  expect_error([&] { restore_rng_state(bad_position); },
+               {"CPU generator state is invalid", "mt19937"});
   // None of the rejected restores touched the generator.
   expect_equal_draws(first, draw(torch::kCPU));
 }

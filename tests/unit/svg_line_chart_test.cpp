@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -93,6 +94,16 @@ TEST(NiceTicks, KnownRanges) {
   EXPECT_GE(t.back(), 5678.9);
   EXPECT_THROW(nice_ticks(0, NAN), std::invalid_argument);
   EXPECT_THROW(nice_ticks(0, 1, 1), std::invalid_argument);
+  // Ranges a log_history can hold that a double cannot subtract or widen (found by
+  // fuzz/trainer_state_fuzzer.cpp, fuzz/corpus/trainer_state/odd_history.json): a few ticks,
+  // finite, no undefined conversion of inf to an integer.
+  for (const auto& [lo, hi] :
+       {std::pair{-1e308, 1e308}, std::pair{1.7e308, 1.7e308}, std::pair{4.9e-324, 4.9e-324}}) {
+    const auto ticks = nice_ticks(lo, hi);
+    EXPECT_GE(ticks.size(), 2u) << lo << " " << hi;
+    EXPECT_LE(ticks.size(), 20u) << lo << " " << hi;
+    for (const double tick : ticks) EXPECT_TRUE(std::isfinite(tick)) << lo << " " << hi;
+  }
 }
 
 TEST(LogTicks, DecadesOrOneTwoFive) {

@@ -2,6 +2,8 @@
 
 #include <ctrainer/trainer/logging.h>
 
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -31,19 +33,43 @@ nlohmann::json LoopState::to_json() const {
 }
 
 LoopState LoopState::from_json(const nlohmann::json& json, const std::string& folder) {
-  if (json.value("format_version", 0) != kLoopStateVersion)
+  // Every problem names the file and the key, never a JSON library error or a cast of 1e300.
+  const std::string file = folder + "/loop_state.json";
+  if (!json.is_object()) throw std::runtime_error(file + " is not a JSON object");
+  const auto member = [&](const char* key) -> const nlohmann::json& {
+    const auto it = json.find(key);
+    if (it == json.end()) throw std::runtime_error(file + " lacks \"" + key + "\"");
+    return *it;
+  };
+  const auto number = [&](const char* key) {
+    const nlohmann::json& value = member(key);
+    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();  // to_json()'s NaN
+    if (!value.is_number())
+      throw std::runtime_error(file + ": \"" + key + "\" must be a number, got " +
+                               value.dump().substr(0, 80));
+    return value.get<double>();
+  };
+  // Counters and sizes: integers from `min` up (the largest leaves room to count on).
+  const auto integer = [&](const char* key, int64_t min) {
+    const nlohmann::json& value = member(key);
+    constexpr int64_t kMax = int64_t{1} << 53;
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() && value.get<uint64_t>() > kMax) ||
+        value.get<int64_t>() < min || value.get<int64_t>() > kMax)
+      throw std::runtime_error(file + ": \"" + key + "\" must be an integer in [" +
+                               std::to_string(min) + ", 2^53], got " + value.dump().substr(0, 80));
+    return value.get<int64_t>();
+  };
+  if (json.value("format_version", nlohmann::json()) != kLoopStateVersion)
     throw std::runtime_error(folder + ": unsupported loop_state.json format_version " +
                              json.value("format_version", nlohmann::json()).dump());
   LoopState state;
-  state.tr_loss = json.at("tr_loss").get<double>();
-  state.total_loss_scalar = json.at("total_loss_scalar").get<double>();
-  state.globalstep_last_logged = json.at("globalstep_last_logged").get<int64_t>();
-  state.position = {json.at("epoch_index").get<int64_t>(),
-                    json.at("batches_consumed_in_epoch").get<int64_t>()};
-  state.shape = {json.at("world_size").get<int64_t>(),
-                 json.at("per_device_train_batch_size").get<int64_t>(),
-                 json.at("gradient_accumulation_steps").get<int64_t>(),
-                 json.at("train_dataset_size").get<int64_t>()};
+  state.tr_loss = number("tr_loss");
+  state.total_loss_scalar = number("total_loss_scalar");
+  state.globalstep_last_logged = integer("globalstep_last_logged", 0);
+  state.position = {integer("epoch_index", 0), integer("batches_consumed_in_epoch", 0)};
+  state.shape = {integer("world_size", 1), integer("per_device_train_batch_size", 1),
+                 integer("gradient_accumulation_steps", 1), integer("train_dataset_size", 0)};
   return state;
 }
 
@@ -59,9 +85,12 @@ void LoopState::require_same_shape(const LoopShape& now, const std::string& fold
   // Another world size is fine when every step still sees the same global batch (a sharded
   // checkpoint re-cuts its state for any world size): the samplers then hand out the same
   // examples per optimizer step, only split differently between the ranks.
-  const int64_t saved_batch = shape.world_size * shape.per_device_train_batch_size;
-  const int64_t batch = now.world_size * now.per_device_train_batch_size;
-  if (shape.world_size != now.world_size && saved_batch == batch) {
+  // (The saved sizes come from a file: a product that overflows is no global batch of a run.)
+  int64_t saved_batch = 0, batch = 0;
+  const bool overflow =
+      __builtin_mul_overflow(shape.world_size, shape.per_device_train_batch_size, &saved_batch) ||
+      __builtin_mul_overflow(now.world_size, now.per_device_train_batch_size, &batch);
+  if (shape.world_size != now.world_size && !overflow && saved_batch == batch) {
     logging::logger()->info(
         "{}: written by {} processes x {} examples, resumed by {} x {}: the same global batch",
         folder, shape.world_size, shape.per_device_train_batch_size, now.world_size,

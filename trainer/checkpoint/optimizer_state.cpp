@@ -362,7 +362,9 @@ std::unique_ptr<OptimizerParamState> adam_state(const json& j, TensorReader& rea
                                                 const std::string& where) {
   auto s = std::make_unique<ParamState>();
   const int64_t step = get_int(j, "step", where);
-  if (step < 0) ill_typed("step", where, ">= 0", j.at("step"));
+  // torch adds 1 at every step (and computes beta^step in double): a count near 2^63 from a file
+  // would wrap to a negative step, which no later load accepts.
+  if (step < 0 || step > (int64_t{1} << 53)) ill_typed("step", where, "in [0, 2^53]", j.at("step"));
   s->step(step);
   s->exp_avg(reader.read("exp_avg", true, consumed));
   s->exp_avg_sq(reader.read("exp_avg_sq", true, consumed));

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/TensorOptions.h>
+#include <c10/util/Exception.h>
 #ifdef CTRAINER_WITH_CUDA
 #include <ATen/Context.h>
 #include <torch/cuda.h>
@@ -223,7 +224,14 @@ void restore_rng_state(const RngState& state) {
   {
     at::Generator gen = cpu_generator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(bytes_tensor(state.cpu));
+    // libtorch checks the mt19937 fields (position, seeded flag) and keeps the old state when
+    // they are invalid; the bytes come from a file, so that is bad input, not a bug.
+    try {
+      gen.set_state(bytes_tensor(state.cpu));
+    } catch (const c10::Error& e) {
+      throw ArgumentError(std::string(caller) + "the CPU generator state is invalid (" +
+                          e.what_without_backtrace() + ")");
+    }
   }
 #ifdef CTRAINER_WITH_CUDA
   for (size_t i = 0; restore_cuda && i < state.cuda.size(); ++i) {

@@ -32,8 +32,9 @@ struct RngState {
 RngState capture_rng_state();
 
 /// Sets the generators back to `state`. Validates before changing anything and throws
-/// ArgumentError when the CPU state is empty or its size differs from this libtorch's generator
-/// state size, or a CUDA state has the wrong size. When the number of saved CUDA states differs
+/// ArgumentError when the CPU state is empty, its size differs from this libtorch's generator
+/// state size or libtorch refuses its contents (an mt19937 position out of range), or a CUDA
+/// state has the wrong size. When the number of saved CUDA states differs
 /// from the CUDA devices available now (0 in a CPU-only build: a GPU checkpoint resumed on a CPU
 /// machine), only the CPU generator is restored and a warning is logged. A state without CUDA
 /// entries leaves the CUDA generators untouched. `sampler` is not interpreted.

@@ -1,8 +1,11 @@
 #include <ctrainer/trainer/checkpoint/sharded_state.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -24,6 +27,59 @@ constexpr int kFormatVersion = 1;
 
 std::string rank_stem(int64_t rank) {
   return "rank_" + std::to_string(rank);
+}
+
+// The manifest and the ranks' index files come from disk: every value is checked for its type
+// and range before use, and a problem names the file and the key (never a JSON library error,
+// nor a cast of 1e300 to an integer).
+const nlohmann::json& member(const nlohmann::json& object, const char* key, const fs::path& file) {
+  if (!object.is_object())
+    throw ArgumentError(file.string() + ": expected a JSON object holding \"" + key + "\", got " +
+                        object.dump().substr(0, 80));
+  const auto it = object.find(key);
+  if (it == object.end()) throw ArgumentError(file.string() + " lacks \"" + key + "\"");
+  return *it;
+}
+
+int64_t integer_in(const nlohmann::json& value, const char* key, const fs::path& file, int64_t min,
+                   int64_t max) {
+  if (!value.is_number_integer() ||
+      (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(max)) ||
+      value.get<int64_t>() < min || value.get<int64_t>() > max)
+    throw ArgumentError(file.string() + ": \"" + key + "\" must be an integer in [" +
+                        std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                        value.dump().substr(0, 80));
+  return value.get<int64_t>();
+}
+
+const std::string& string_of(const nlohmann::json& value, const char* key, const fs::path& file) {
+  if (!value.is_string())
+    throw ArgumentError(file.string() + ": \"" + key + "\" must be a string, got " +
+                        value.dump().substr(0, 80));
+  return value.get_ref<const std::string&>();
+}
+
+/// Element counts and offsets stay below 2^53 (far above any parameter), so sums and products of
+/// them cannot overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 53;
+
+/// A parameter's "shape" in the manifest: non-negative sizes whose product is at most
+/// kMaxElements.
+std::vector<int64_t> saved_shape(const nlohmann::json& parameter, const std::string& name,
+                                 const fs::path& file) {
+  const nlohmann::json& shape = member(parameter, "shape", file);
+  if (!shape.is_array())
+    throw ArgumentError(file.string() + ": the shape of " + name + " must be an array, got " +
+                        shape.dump().substr(0, 80));
+  std::vector<int64_t> sizes;
+  int64_t numel = 1;
+  for (const auto& size : shape) {
+    sizes.push_back(integer_in(size, "shape", file, 0, kMaxElements));
+    if (__builtin_mul_overflow(numel, sizes.back(), &numel) || numel > kMaxElements)
+      throw ArgumentError(file.string() + ": the shape of " + name + " " +
+                          shape.dump().substr(0, 80) + " has more than 2^53 elements");
+  }
+  return sizes;
 }
 
 enum class OptimizerKind { kAdamW, kAdam, kSGD };
@@ -119,19 +175,29 @@ std::map<std::string, std::vector<SavedPiece>> read_saved_pieces(const fs::path&
   auto fail = [&](const std::string& why) {
     return ArgumentError("sharded checkpoint " + dir.string() + ": " + why);
   };
-  const int64_t saved_world = manifest.at("world_size").get<int64_t>();
+  const fs::path manifest_file = folder / "manifest.json";
+  const int64_t saved_world = integer_in(member(manifest, "world_size", manifest_file),
+                                         "world_size", manifest_file, 1, int64_t{1} << 24);
   std::map<std::string, std::vector<SavedPiece>> saved;
   for (int64_t r = 0; r < saved_world; ++r) {
     const fs::path file = folder / (rank_stem(r) + ".safetensors");
-    const nlohmann::json index = read_json_file(
-        folder / (rank_stem(r) + ".json"), "the sharded-state index of rank " + std::to_string(r));
+    const fs::path index_file = folder / (rank_stem(r) + ".json");
+    const nlohmann::json index =
+        read_json_file(index_file, "the sharded-state index of rank " + std::to_string(r));
     SafetensorsFile tensors = load_safetensors(file.string());
-    for (const auto& entry : index.at("pieces")) {
+    const nlohmann::json& entries = member(index, "pieces", index_file);
+    if (!entries.is_array())
+      throw ArgumentError(index_file.string() + ": \"pieces\" must be an array, got " +
+                          entries.dump().substr(0, 80));
+    for (const auto& entry : entries) {
       SavedPiece piece;
-      const std::string name = entry.at("name").get<std::string>();
-      piece.begin = entry.at("begin").get<int64_t>();
-      piece.end = entry.at("end").get<int64_t>();
-      if (!entry.at("step").is_null()) piece.step = entry.at("step").get<int64_t>();
+      const std::string name = string_of(member(entry, "name", index_file), "name", index_file);
+      piece.begin =
+          integer_in(member(entry, "begin", index_file), "begin", index_file, 0, kMaxElements);
+      piece.end = integer_in(member(entry, "end", index_file), "end", index_file, piece.begin,
+                             kMaxElements);
+      const nlohmann::json& step = member(entry, "step", index_file);
+      if (!step.is_null()) piece.step = integer_in(step, "step", index_file, 0, kMaxElements);
       const std::string suffix = "." + name;
       for (auto& [key, value] : tensors.tensors) {
         if (key.size() <= suffix.size() ||
@@ -150,16 +216,12 @@ std::map<std::string, std::vector<SavedPiece>> read_saved_pieces(const fs::path&
   }
   // The ranks' slices come from files: each parameter's must tile [0, numel) exactly, so that
   // no index outside the parameter is written and no gap or overlap goes unnoticed.
-  const nlohmann::json& parameters = manifest.at("parameters");
+  const nlohmann::json& parameters = manifest.at("parameters");  // checked by read_manifest
   for (auto& [name, pieces] : saved) {
     if (!parameters.contains(name))
       throw fail("the ranks' files hold " + name + ", which the manifest does not list");
-    const auto shape = parameters.at(name).at("shape").get<std::vector<int64_t>>();
-    int64_t numel = 1;
-    for (const int64_t size : shape) {
-      if (size < 0) throw fail("the manifest gives " + name + " a negative size");
-      numel *= size;
-    }
+    const int64_t numel =
+        c10::multiply_integers(saved_shape(parameters.at(name), name, manifest_file));
     std::sort(pieces.begin(), pieces.end(),
               [](const SavedPiece& a, const SavedPiece& b) { return a.begin < b.begin; });
     int64_t next = 0;
@@ -177,10 +239,22 @@ std::map<std::string, std::vector<SavedPiece>> read_saved_pieces(const fs::path&
 nlohmann::json read_manifest(const fs::path& dir) {
   const fs::path path = dir / kShardedStateFolder / "manifest.json";
   nlohmann::json manifest = read_json_file(path, "the sharded-state manifest");
-  if (manifest.value("format_version", 0) != kFormatVersion)
+  if (!manifest.is_object() || manifest.value("format_version", nlohmann::json()) != kFormatVersion)
     throw ArgumentError(path.string() + " has format_version " +
-                        manifest.value("format_version", nlohmann::json(nullptr)).dump() +
+                        (manifest.is_object()
+                             ? manifest.value("format_version", nlohmann::json(nullptr)).dump()
+                             : std::string("none (not a JSON object)")) +
                         ", expected " + std::to_string(kFormatVersion));
+  // What the readers below take from it, checked once here.
+  string_of(member(manifest, "optimizer", path), "optimizer", path);
+  const nlohmann::json& parameters = member(manifest, "parameters", path);
+  if (!parameters.is_object())
+    throw ArgumentError(path.string() + ": \"parameters\" must be an object, got " +
+                        parameters.dump().substr(0, 80));
+  for (const auto& [name, parameter] : parameters.items()) {
+    saved_shape(parameter, name, path);
+    string_of(member(parameter, "dtype", path), "dtype", path);
+  }
   return manifest;
 }
 
@@ -196,18 +270,20 @@ std::map<std::string, at::Tensor> consolidate_sharded_state(const fs::path& dir)
                                  : info.at("dtype").get<std::string>() == "BFloat16" ? at::kBFloat16
                                  : info.at("dtype").get<std::string>() == "Half"     ? at::kHalf
                                                                                      : at::kDouble;
-    at::Tensor flat = at::empty({c10::multiply_integers(shape)}, at::kFloat);
+    // Coverage first: the manifest's shape alone must not decide how much memory is taken.
+    const int64_t numel = c10::multiply_integers(shape);
     int64_t covered = 0;
     const auto found = saved.find(name);
     if (found != saved.end())
-      for (const SavedPiece& piece : found->second) {
-        flat.narrow(0, piece.begin, piece.end - piece.begin).copy_(piece.tensors.at("master"));
-        covered += piece.end - piece.begin;
-      }
-    if (covered != flat.numel())
+      for (const SavedPiece& piece : found->second) covered += piece.end - piece.begin;
+    if (covered != numel)
       throw ArgumentError("sharded checkpoint " + dir.string() + ": the ranks' files cover " +
-                          std::to_string(covered) + " of the " + std::to_string(flat.numel()) +
+                          std::to_string(covered) + " of the " + std::to_string(numel) +
                           " elements of " + name + " (a rank's files are missing)");
+    at::Tensor flat = at::empty({numel}, at::kFloat);
+    if (found != saved.end())
+      for (const SavedPiece& piece : found->second)
+        flat.narrow(0, piece.begin, piece.end - piece.begin).copy_(piece.tensors.at("master"));
     weights[name] = flat.view(shape).to(dtype);
   }
   return weights;

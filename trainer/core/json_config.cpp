@@ -71,6 +71,10 @@ nlohmann::json parse_json_config(const std::string& text, const std::string& sou
     const TextPosition at = text_position(text, token_start(text, e.byte));
     throw ArgumentError("--" + flag + " " + source + ":" + std::to_string(at.line) + ":" +
                         std::to_string(at.column) + ": invalid JSON: " + parser_reason(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // The parser's other errors carry no position: a number too large for a double (1e400,
+    // out_of_range.406), ...
+    throw ArgumentError("--" + flag + " " + source + ": invalid JSON: " + parser_reason(e.what()));
   }
 }
 

@@ -100,9 +100,10 @@ void DeepSpeedScheduler::load_state_dict(const nlohmann::json& state) {
                              : ""));
   }
   const auto iteration = state["last_batch_iteration"].get<int64_t>();
-  if (iteration < -1) {
-    throw ArgumentError(where + ": 'last_batch_iteration' must be >= -1, got " +
-                        std::to_string(iteration));
+  // (At most 2^53: the count comes from a file, and step() adds 1 to it.)
+  if (iteration < -1 || iteration > (int64_t{1} << 53)) {
+    throw ArgumentError(where + ": 'last_batch_iteration' must be in [-1, 2^53], got " +
+                        state["last_batch_iteration"].dump());
   }
   // DeepSpeed restores only last_batch_iteration and relies on the optimizer's saved param
   // groups for the current lr; re-applying gives the same values without depending on them.

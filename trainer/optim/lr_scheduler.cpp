@@ -196,8 +196,10 @@ void LRScheduler::load_state_dict(const nlohmann::json& state) {
     throw ArgumentError(where + ": 'last_epoch' is missing or not an integer");
   }
   const auto last_epoch = state["last_epoch"].get<int64_t>();
-  if (last_epoch < 0) {
-    throw ArgumentError(where + ": 'last_epoch' must be >= 0, got " + std::to_string(last_epoch));
+  // (At most 2^53: the count comes from a file, and step() adds 1 to it.)
+  if (last_epoch < 0 || last_epoch > (int64_t{1} << 53)) {
+    throw ArgumentError(where + ": 'last_epoch' must be in [0, 2^53], got " +
+                        state["last_epoch"].dump());
   }
   if (!state.contains("base_lrs") || !state["base_lrs"].is_array()) {
     throw ArgumentError(where + ": 'base_lrs' is missing or not an array");

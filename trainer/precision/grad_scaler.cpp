@@ -250,8 +250,22 @@ nlohmann::json GradScaler::state_dict() const {
 }
 
 void GradScaler::load_state_dict(const nlohmann::json& state) {
+  // Integers from the file, checked before the conversion (nlohmann casts 1e300 to an integer,
+  // which is undefined); counters stay far from overflowing as training goes on.
+  const auto integer = [&](const char* key, int64_t min, int64_t max) {
+    const nlohmann::json& value = state.at(key);
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() && value.get<uint64_t>() > (uint64_t{1} << 62)) ||
+        value.get<int64_t>() < min || value.get<int64_t>() > max)
+      throw std::runtime_error(std::string("\"") + key + "\" must be an integer in [" +
+                               std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                               value.dump().substr(0, 80));
+    return value.get<int64_t>();
+  };
+  constexpr int64_t kMaxCount = int64_t{1} << 53;
   try {
-    if (state.at("format_version").get<int>() != kStateVersion)
+    if (!state.at("format_version").is_number_integer() ||
+        state.at("format_version").get<int64_t>() != kStateVersion)
       throw std::runtime_error("unsupported format_version " + state.at("format_version").dump());
     const auto policy = state.at("policy").get<std::string>();
     if (policy != policy_name(options_.policy))
@@ -263,10 +277,15 @@ void GradScaler::load_state_dict(const nlohmann::json& state) {
     if (options_.policy == GradScalerOptions::Policy::kTorch) {
       options.growth_factor = state.at("growth_factor").get<double>();
       options.backoff_factor = state.at("backoff_factor").get<double>();
-      options.growth_interval = state.at("growth_interval").get<int64_t>();
+      options.growth_interval = integer("growth_interval", 1, kMaxCount);
       options.init_scale = state.at("scale").get<double>();
       options.validate();
-      const auto tracker = state.at("_growth_tracker").get<int64_t>();
+      // The scale is a float32 (torch's): 1e300 would become inf.
+      if (!std::isfinite(static_cast<float>(options.init_scale)) ||
+          !(static_cast<float>(options.init_scale) > 0))
+        throw std::runtime_error("scale " + num(options.init_scale) +
+                                 " is outside the range of a float32 > 0");
+      const auto tracker = integer("_growth_tracker", 0, options.growth_interval - 1);
       options_ = options;
       scale_ = static_cast<float>(options.init_scale);
       growth_tracker_ = tracker;
@@ -278,20 +297,23 @@ void GradScaler::load_state_dict(const nlohmann::json& state) {
     }
     const bool dynamic = state.at("dynamic").get<bool>();
     options.loss_scale = dynamic ? 0.0 : state.at("cur_scale").get<double>();
-    options.loss_scale_window = state.at("scale_window").get<int64_t>();
+    options.loss_scale_window = integer("scale_window", 1, kMaxCount);
     options.min_loss_scale = state.at("min_scale").get<double>();
-    options.hysteresis = state.at("delayed_shift").get<int64_t>();
+    options.hysteresis = integer("delayed_shift", 1, kMaxCount);
     options.consecutive_hysteresis = state.at("consecutive_hysteresis").get<bool>();
     options.raise_error_at_min_scale = state.at("raise_error_at_min_scale").get<bool>();
     options.validate();
     const auto scale = state.at("cur_scale").get<double>();
     if (!(scale > 0) || !std::isfinite(scale))
       throw std::runtime_error("cur_scale must be a finite number > 0, got " + num(scale));
+    const int64_t cur_iter = integer("cur_iter", 0, kMaxCount);
+    const int64_t last_overflow_iter = integer("last_overflow_iter", -1, cur_iter);
+    const int64_t cur_hysteresis = integer("cur_hysteresis", 1, options.hysteresis);
     options_ = options;
     scale_ = scale;
-    cur_iter_ = state.at("cur_iter").get<int64_t>();
-    last_overflow_iter_ = state.at("last_overflow_iter").get<int64_t>();
-    cur_hysteresis_ = state.at("cur_hysteresis").get<int64_t>();
+    cur_iter_ = cur_iter;
+    last_overflow_iter_ = last_overflow_iter;
+    cur_hysteresis_ = cur_hysteresis;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("loss-scaler state: ") + e.what());
   } catch (const ArgumentError& e) {

@@ -77,6 +77,13 @@ class FsdpParser {
     throw ArgumentError(source_ + ": " + key + " " + message);
   }
 
+  /// The string value of `key`, or `fallback` when absent; another JSON type is an error.
+  std::string text(const std::string& key, const char* fallback) const {
+    const json value = config_.value(key, json(fallback));
+    if (!value.is_string()) fail(key, "must be a string, got " + value.dump());
+    return value.get<std::string>();
+  }
+
   /// transformers' str_to_bool(str(value).lower()): true/false, 1/0, yes/no, on/off, y/n, t/f.
   bool boolean(const std::string& key, bool fallback) const {
     if (!config_.contains(key)) return fallback;
@@ -98,8 +105,7 @@ class FsdpParser {
     out.options.offload_optimizer = out.options.offload_params = boolean("cpu_offload", false);
     out.activation_checkpointing = boolean("activation_checkpointing", false);
     // transformers' default is FULL_STATE_DICT (a single HF-loadable file).
-    const std::string state_dict =
-        config_.value("state_dict_type", json("FULL_STATE_DICT")).get<std::string>();
+    const std::string state_dict = text("state_dict_type", "FULL_STATE_DICT");
     if (state_dict == "FULL_STATE_DICT") {
       out.options.state_dict_type = ShardedStateDictType::kFull;
     } else if (state_dict == "SHARDED_STATE_DICT") {
@@ -152,12 +158,12 @@ class FsdpParser {
   int version() const {
     if (!config_.contains("version")) return 2;
     const json& value = config_["version"];
-    int v = 0;
-    if (value.is_number_integer()) v = value.get<int>();
+    int64_t v = 0;  // (not int: 4294967297 must not read as 1)
+    if (value.is_number_integer()) v = value.get<int64_t>();
     if (value.is_string() && (value == "1" || value == "2"))
       v = std::stoi(value.get<std::string>());
     if (v != 1 && v != 2) fail("version", "must be 1 (FSDP1) or 2 (FSDP2), got " + value.dump());
-    return v;
+    return static_cast<int>(v);
   }
 
   /// transformers' _apply_legacy_fsdp_to_config: the words of --fsdp become fsdp_config
@@ -234,17 +240,18 @@ class FsdpParser {
   }
 
   void wrapping(ShardingOptions& o) const {
-    const std::string policy =
-        config_.value("auto_wrap_policy", json("TRANSFORMER_BASED_WRAP")).get<std::string>();
+    const std::string policy = text("auto_wrap_policy", "TRANSFORMER_BASED_WRAP");
     if (!contains(kWrapPolicies, policy))
       fail("auto_wrap_policy",
            "must be one of " + join(kWrapPolicies) + ", got \"" + policy + "\"");
     const json classes = config_.value("transformer_layer_cls_to_wrap", json());
     const json min_params = config_.value("min_num_params", json(0));
-    // An integral float (1e6) is fine: transformers only compares it with 0.
+    // An integral float (1e6) is fine: transformers only compares it with 0. (Below 2^63: an
+    // int64 holds it.)
     if (!min_params.is_number() || min_params.is_boolean() || min_params.get<double>() < 0 ||
-        min_params.get<double>() != std::floor(min_params.get<double>()))
-      fail("min_num_params", "must be an integer >= 0, got " + min_params.dump());
+        min_params.get<double>() != std::floor(min_params.get<double>()) ||
+        min_params.get<double>() >= 9223372036854775808.0)
+      fail("min_num_params", "must be an integer in [0, 2^63), got " + min_params.dump());
     const auto min_num_params = static_cast<int64_t>(min_params.get<double>());
     if (!classes.is_null() && min_num_params > 0)
       fail("min_num_params",

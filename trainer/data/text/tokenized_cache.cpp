@@ -51,6 +51,7 @@ class Reader {
   explicit Reader(std::string_view data) : data_(data) {}
   void bytes(void* out, size_t size) {
     if (size > data_.size() - pos_) throw std::runtime_error("truncated file");
+    if (size == 0) return;  // `out` may be the null data() of an empty vector (UBSan)
     std::memcpy(out, data_.data() + pos_, size);
     pos_ += size;
   }
