@@ -4,8 +4,11 @@
 # into a private prefix; its torch wheel; its nvcc).
 #
 #   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev" bash <kit>/prep
+#                            bash scripts/gpu-suite.sh fetch-curl   libcurl's runtime, in case
 #   GPU machine, repo root:  bash scripts/gpu-suite.sh        build + the GPU tests + benchmark
 #                            bash scripts/gpu-suite.sh rest   (same warm machine) every other test
+#                            bash scripts/gpu-suite.sh all    build + GPU tests + the others in
+#                                                             what is left of the call (no bench)
 #
 # One device call runs at most 10 minutes: the build takes ~200 s on 16 cores, the GPU tests
 # ~20 s, the whole suite more than the rest of the call (measured on an H100, 2026-11-26), so
@@ -25,10 +28,51 @@ source "$root/scripts/find_torch_python.sh"  # find_python
 # The tests that run on the GPU (the rest hide it or never touch it).
 readonly GPU_TESTS='Cuda|RunGlueGpu|RngState|PrecisionTraining|GradScaler'
 
+# libcurl's runtime and what it needs (Debian 12), for a GPU machine without libcurl.so.4:
+# the kit brings libcurl4-openssl-dev (headers, libcurl.pc), not the library.
+readonly CURL_DEBS=(libcurl4 libbrotli1 libcom-err2 libdb5.3 libffi8 libgmp10 libgnutls30
+  libgssapi-krb5-2 libhogweed6 libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0
+  libldap-2.5-0 libnettle8 libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2
+  libsasl2-modules-db libssh2-1 libssl3 libtasn1-6 libunistring2 libzstd1)
+
+fetch_curl() {
+  mkdir -p .device/curl-debs
+  (cd .device/curl-debs && apt-get download "${CURL_DEBS[@]}") || die "apt-get download failed"
+}
+
+system_has() { { ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } | grep -qE "^\s$1 \(libc6,x86-64"; }
+
+# Points CMake at a libcurl.so.4: the machine's own, else Debian's from .device/curl-debs with
+# only the shared libraries the machine lacks (shadowing the machine's newer ones could break
+# its tools), on LD_LIBRARY_PATH.
+provide_curl() {
+  local lib
+  lib=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } |
+    awk '/^\slibcurl\.so\.4 \(libc6,x86-64/ {print $NF; exit}')
+  if [ -z "$lib" ]; then
+    ls .device/curl-debs/libcurl4_*.deb > /dev/null 2>&1 ||
+      die "no libcurl.so.4 here and no .device/curl-debs: run 'scripts/gpu-suite.sh fetch-curl' on the dev machine"
+    local unpacked=/opt/ctcurl/unpacked dir=/opt/ctcurl/lib deb f name
+    rm -rf /opt/ctcurl && mkdir -p "$unpacked" "$dir"
+    for deb in .device/curl-debs/*.deb; do dpkg-deb -x "$deb" "$unpacked"; done
+    for f in "$unpacked"/usr/lib/x86_64-linux-gnu/*.so.* "$unpacked"/lib/x86_64-linux-gnu/*.so.*; do
+      [ -e "$f" ] || continue
+      name=$(basename "$f")
+      system_has "$name" || cp -L "$f" "$dir/$name"
+    done
+    echo "gpu-suite: no system libcurl.so.4; using Debian's with: $(ls "$dir" | tr '\n' ' ')"
+    export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    lib=$dir/libcurl.so.4
+  fi
+  local include="${CT_DEPS_PREFIX:-/opt/ctdeps}/usr/include/x86_64-linux-gnu"
+  export CT_CMAKE_ARGS="-DCURL_LIBRARY=$lib -DCURL_INCLUDE_DIR=$include ${CT_CMAKE_ARGS:-}"
+}
+
 kit() {
   [ -f .device/build-on-device ] || die "no .device/build-on-device: run the kit's prep on the dev machine"
   local py; py=$(find_python)
   export CT_PYTHON="$py"
+  provide_curl
   export CT_CMAKE_ARGS="-DCTRAINER_PYTHON=$py -DCTRAINER_WITH_CUDA=ON ${CT_CMAKE_ARGS:-}"
   export CT_TEST_TIMEOUT="${CT_TEST_TIMEOUT:-240}"
   export CT_KEEP_GOING=1
@@ -38,6 +82,14 @@ kit() {
 suite() {
   export CT_CTEST_ARGS="-j6 -R '$GPU_TESTS'"
   export CT_AFTER="bash scripts/gpu-suite.sh after"
+  kit
+}
+
+# The GPU tests, then every other test for what is left of CT_TIME_BUDGET (tests that need the
+# reference Python stack, absent on the GPU machine, excluded: label parity).
+all() {
+  export CT_CTEST_ARGS="-j6 -R '$GPU_TESTS'"
+  export CT_AFTER="OMP_NUM_THREADS=2 ctest --test-dir ${CT_BUILD_DIR:-build-gpu} -j8 --timeout 200 -E '$GPU_TESTS' -LE parity --output-on-failure"
   kit
 }
 
@@ -72,6 +124,8 @@ after() {
 case "${1:-suite}" in
   suite) suite ;;
   rest) rest ;;
+  all) all ;;
+  fetch-curl) fetch_curl ;;
   after) after ;;
-  *) die "usage: $0 [suite|rest|after]" ;;
+  *) die "usage: $0 [suite|rest|all|after|fetch-curl]" ;;
 esac
