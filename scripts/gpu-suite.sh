@@ -3,8 +3,8 @@
 # the GPU build kit (/work/shared/tools/gpu: the Debian libraries the GPU machine lacks, unpacked
 # into a private prefix; its torch wheel; its nvcc).
 #
-#   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev" bash <kit>/prep
-#                            bash scripts/gpu-suite.sh fetch-curl   libcurl's runtime, in case
+#   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev libcurl4" bash <kit>/prep
+#                            bash scripts/gpu-suite.sh fetch-curl   what libcurl needs, in case
 #   GPU machine, repo root:  bash scripts/gpu-suite.sh        build + the GPU tests + benchmark
 #                            bash scripts/gpu-suite.sh rest   (same warm machine) every other test
 #                            bash scripts/gpu-suite.sh all    build + GPU tests + the others in
@@ -28,51 +28,42 @@ source "$root/scripts/find_torch_python.sh"  # find_python
 # The tests that run on the GPU (the rest hide it or never touch it).
 readonly GPU_TESTS='Cuda|RunGlueGpu|RngState|PrecisionTraining|GradScaler'
 
-# libcurl's runtime and what it needs (Debian 12), for a GPU machine without libcurl.so.4:
-# the kit brings libcurl4-openssl-dev (headers, libcurl.pc), not the library.
-readonly CURL_DEBS=(libcurl4 libbrotli1 libcom-err2 libdb5.3 libffi8 libgmp10 libgnutls30
+# What libcurl4 needs at run time (Debian 12), for a GPU machine without them. The kit brings
+# libcurl4-openssl-dev and libcurl4 (prep's CT_EXTRA_DEBS) onto its own library path.
+readonly CURL_DEPENDENCY_DEBS=(libbrotli1 libcom-err2 libdb5.3 libffi8 libgmp10 libgnutls30
   libgssapi-krb5-2 libhogweed6 libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0
   libldap-2.5-0 libnettle8 libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2
   libsasl2-modules-db libssh2-1 libssl3 libtasn1-6 libunistring2 libzstd1)
 
 fetch_curl() {
   mkdir -p .device/curl-debs
-  (cd .device/curl-debs && apt-get download "${CURL_DEBS[@]}") || die "apt-get download failed"
+  (cd .device/curl-debs && apt-get download "${CURL_DEPENDENCY_DEBS[@]}") || die "apt-get download failed"
 }
 
 system_has() { { ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } | grep -qE "^\s$1 \(libc6,x86-64"; }
 
-# Points CMake at a libcurl.so.4: the machine's own, else Debian's from .device/curl-debs with
-# only the shared libraries the machine lacks (shadowing the machine's newer ones could break
-# its tools), on LD_LIBRARY_PATH.
-provide_curl() {
-  local lib
-  lib=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } |
-    awk '/^\slibcurl\.so\.4 \(libc6,x86-64/ {print $NF; exit}')
-  if [ -z "$lib" ]; then
-    ls .device/curl-debs/libcurl4_*.deb > /dev/null 2>&1 ||
-      die "no libcurl.so.4 here and no .device/curl-debs: run 'scripts/gpu-suite.sh fetch-curl' on the dev machine"
-    local unpacked=/opt/ctcurl/unpacked dir=/opt/ctcurl/lib deb f name
-    rm -rf /opt/ctcurl && mkdir -p "$unpacked" "$dir"
-    for deb in .device/curl-debs/*.deb; do dpkg-deb -x "$deb" "$unpacked"; done
-    for f in "$unpacked"/usr/lib/x86_64-linux-gnu/*.so.* "$unpacked"/lib/x86_64-linux-gnu/*.so.*; do
-      [ -e "$f" ] || continue
-      name=$(basename "$f")
-      system_has "$name" || cp -L "$f" "$dir/$name"
-    done
-    echo "gpu-suite: no system libcurl.so.4; using Debian's with: $(ls "$dir" | tr '\n' ' ')"
-    export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    lib=$dir/libcurl.so.4
-  fi
-  local include="${CT_DEPS_PREFIX:-/opt/ctdeps}/usr/include/x86_64-linux-gnu"
-  export CT_CMAKE_ARGS="-DCURL_LIBRARY=$lib -DCURL_INCLUDE_DIR=$include ${CT_CMAKE_ARGS:-}"
+# Puts on LD_LIBRARY_PATH only the libraries libcurl needs that the machine lacks (shadowing its
+# own, newer ones could break its tools).
+provide_curl_dependencies() {
+  ls .device/curl-debs/*.deb > /dev/null 2>&1 ||
+    die "no .device/curl-debs: run 'scripts/gpu-suite.sh fetch-curl' on the dev machine"
+  local unpacked=/opt/ctcurl/unpacked dir=/opt/ctcurl/lib deb f name
+  rm -rf /opt/ctcurl && mkdir -p "$unpacked" "$dir"
+  for deb in .device/curl-debs/*.deb; do dpkg-deb -x "$deb" "$unpacked"; done
+  for f in "$unpacked"/usr/lib/x86_64-linux-gnu/*.so.* "$unpacked"/lib/x86_64-linux-gnu/*.so.*; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f")
+    system_has "$name" || cp -L "$f" "$dir/$name"
+  done
+  echo "gpu-suite: libraries for libcurl the machine lacks: $(ls "$dir" | tr '\n' ' ')"
+  export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
 kit() {
   [ -f .device/build-on-device ] || die "no .device/build-on-device: run the kit's prep on the dev machine"
   local py; py=$(find_python)
   export CT_PYTHON="$py"
-  provide_curl
+  provide_curl_dependencies
   export CT_CMAKE_ARGS="-DCTRAINER_PYTHON=$py -DCTRAINER_WITH_CUDA=ON ${CT_CMAKE_ARGS:-}"
   export CT_TEST_TIMEOUT="${CT_TEST_TIMEOUT:-240}"
   export CT_KEEP_GOING=1
