@@ -20,11 +20,15 @@ std::string Trainer::save_checkpoint() {
     state_.best_model_checkpoint = checkpoint_path(args_.output_dir, state_.global_step).string();
     is_new_best_ = false;
   }
-  // Collective: each rank sums its own losses; the checkpoint keeps their mean, which every rank
-  // restores, so the logged mean over ranks continues exactly after a resume.
+  // Collective: each rank sums its own losses; the checkpoint keeps every rank's sum, which that
+  // rank restores, so the next logged mean over ranks is bitwise the uninterrupted run's (and
+  // their mean, for a reader).
   LoopState loop;
-  loop.tr_loss =
-      tr_loss_.defined() ? strategy_->mean_across_processes(tr_loss_).item<double>() : 0.0;
+  if (tr_loss_.defined()) {
+    loop.tr_loss = strategy_->mean_across_processes(tr_loss_).item<double>();
+    for (const at::Tensor& sum : strategy_->all_gather(tr_loss_.reshape({1})))
+      loop.tr_loss_by_rank.push_back(sum.item<double>());
+  }
   loop.total_loss_scalar = total_loss_scalar_;
   loop.globalstep_last_logged = globalstep_last_logged_;
   loop.position = position_;
@@ -52,7 +56,10 @@ DataPosition Trainer::resume_from(const std::filesystem::path& folder, const Tra
   for (const auto& callback : callbacks_.callbacks())
     if (state_.stateful_callbacks.contains(callback->name()))
       callback->restore_state(state_.stateful_callbacks.at(callback->name()));
-  tr_loss_.fill_(loaded.loop.tr_loss);
+  // A sharded checkpoint may resume on another number of processes: then each takes the mean.
+  const auto& by_rank = loaded.loop.tr_loss_by_rank;
+  const bool same_world = static_cast<int64_t>(by_rank.size()) == strategy_->world_size();
+  tr_loss_.fill_(same_world ? by_rank.at(process_.rank) : loaded.loop.tr_loss);
   total_loss_scalar_ = loaded.loop.total_loss_scalar;
   globalstep_last_logged_ = loaded.loop.globalstep_last_logged;
   return loaded.position;

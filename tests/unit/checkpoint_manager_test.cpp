@@ -101,6 +101,7 @@ TEST(JsonFile, ReadErrorsNameTheFileAndItsRole) {
 LoopState sample_loop_state() {
   LoopState loop;
   loop.tr_loss = 1.25;
+  loop.tr_loss_by_rank = {1.0, 1.5};
   loop.total_loss_scalar = 7.5;
   loop.globalstep_last_logged = 8;
   loop.position = {1, 4};
@@ -115,6 +116,7 @@ TEST(LoopState, RoundTripsThroughItsJsonFile) {
   EXPECT_EQ(json.at("batches_consumed_in_epoch"), 4);
   const LoopState back = LoopState::from_json(json, "ckpt");
   EXPECT_EQ(back.tr_loss, 1.25);
+  EXPECT_EQ(back.tr_loss_by_rank, (std::vector<double>{1.0, 1.5}));
   EXPECT_EQ(back.total_loss_scalar, 7.5);
   EXPECT_EQ(back.globalstep_last_logged, 8);
   EXPECT_EQ(back.position.epoch, 1);
@@ -158,6 +160,15 @@ TEST(LoopState, MalformedFilesAreErrorsNamingTheKey) {
   bad = good;
   bad["gradient_accumulation_steps"] = 0;
   refused(bad, "\"gradient_accumulation_steps\"");
+  bad = good;
+  bad["tr_loss_by_rank"] = {1.0, 2.0, 3.0};  // world_size 2
+  refused(bad, "\"tr_loss_by_rank\" must be a list of world_size (2) numbers");
+  bad["tr_loss_by_rank"] = {1.0, "x"};
+  refused(bad, "\"tr_loss_by_rank[1]\" must be a number");
+  // Checkpoints written before tr_loss_by_rank: every rank restores tr_loss.
+  bad = good;
+  bad.erase("tr_loss_by_rank");
+  EXPECT_TRUE(LoopState::from_json(bad, "ckpt").tr_loss_by_rank.empty());
   // What to_json() writes for a NaN loss (null) reads back.
   bad = good;
   bad["tr_loss"] = nullptr;

@@ -21,6 +21,7 @@ nlohmann::json LoopState::to_json() const {
   return {
       {"format_version", kLoopStateVersion},
       {"tr_loss", tr_loss},
+      {"tr_loss_by_rank", tr_loss_by_rank},
       {"total_loss_scalar", total_loss_scalar},
       {"globalstep_last_logged", globalstep_last_logged},
       {"epoch_index", position.epoch},
@@ -41,14 +42,14 @@ LoopState LoopState::from_json(const nlohmann::json& json, const std::string& fo
     if (it == json.end()) throw std::runtime_error(file + " lacks \"" + key + "\"");
     return *it;
   };
-  const auto number = [&](const char* key) {
-    const nlohmann::json& value = member(key);
+  const auto as_number = [&](const nlohmann::json& value, const std::string& key) {
     if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();  // to_json()'s NaN
     if (!value.is_number())
       throw std::runtime_error(file + ": \"" + key + "\" must be a number, got " +
                                value.dump().substr(0, 80));
     return value.get<double>();
   };
+  const auto number = [&](const char* key) { return as_number(member(key), key); };
   // Counters and sizes: integers from `min` up (the largest leaves room to count on).
   const auto integer = [&](const char* key, int64_t min) {
     const nlohmann::json& value = member(key);
@@ -70,6 +71,16 @@ LoopState LoopState::from_json(const nlohmann::json& json, const std::string& fo
   state.position = {integer("epoch_index", 0), integer("batches_consumed_in_epoch", 0)};
   state.shape = {integer("world_size", 1), integer("per_device_train_batch_size", 1),
                  integer("gradient_accumulation_steps", 1), integer("train_dataset_size", 0)};
+  if (const auto it = json.find("tr_loss_by_rank"); it != json.end()) {
+    if (!it->is_array() ||
+        (!it->empty() && static_cast<int64_t>(it->size()) != state.shape.world_size))
+      throw std::runtime_error(file + ": \"tr_loss_by_rank\" must be a list of world_size (" +
+                               std::to_string(state.shape.world_size) + ") numbers, got " +
+                               it->dump().substr(0, 80));
+    for (size_t rank = 0; rank < it->size(); ++rank)
+      state.tr_loss_by_rank.push_back(
+          as_number((*it)[rank], "tr_loss_by_rank[" + std::to_string(rank) + "]"));
+  }
   return state;
 }
 

@@ -4,6 +4,7 @@
 /// resumed run must share with the saved one for the data order and the steps to continue exactly.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -28,6 +29,11 @@ struct LoopShape {
 struct LoopState {
   /// The mean over processes of the loss summed since the last logging step (HF tr_loss).
   double tr_loss = 0;
+  /// Each process's own sum, by rank: what a resumed process restores, so that the next logged
+  /// mean over processes is computed from the same floats as in the uninterrupted run (restoring
+  /// the mean on every rank changes its last bits). Empty in checkpoints written before it was
+  /// kept, or resumed on another number of processes: then every rank restores tr_loss.
+  std::vector<double> tr_loss_by_rank;
   /// Loss of the steps already logged (HF _total_loss_scalar).
   double total_loss_scalar = 0;
   int64_t globalstep_last_logged = 0;
