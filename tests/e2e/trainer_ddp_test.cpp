@@ -232,25 +232,13 @@ TEST(TrainerDDP, AnEvaluationSetSmallerThanTheWorldIsGatheredToo) {
 // ---- restart after a killed worker ----------------------------------------------------------
 
 TEST(TrainerDDP, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
-  const Args flags = {"--per_device_train_batch_size",
-                      "4",
-                      "--gradient_accumulation_steps",
-                      "2",
-                      "--dropout",
-                      "0.2",
-                      "--save_strategy",
-                      "steps",
-                      "--save_steps",
-                      "3",
-                      "--resume_from_checkpoint",
-                      "latest",
-                      "--log_level",
-                      "info",
+  const Args flags = {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
+                      "--dropout", "0.2", "--save_strategy", "steps", "--save_steps", "3",
+                      "--resume_from_checkpoint", "latest", "--log_level", "info",
                       // Seed 1: the checkpoint at step 3 lands inside a logging window where the
                       // ranks' loss sums differ, and restoring their mean on both ranks logged a
                       // loss one float ulp off (here; seed 42 on the H100 machine's CPU).
-                      "--seed",
-                      "1"};
+                      "--seed", "1"};
   const fs::path straight_dir = scratch("straight"), killed_dir = scratch("killed");
   const JobResult straight = launch(straight_dir, 2, worker_args(straight_dir, flags));
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
