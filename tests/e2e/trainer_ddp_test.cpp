@@ -231,40 +231,92 @@ TEST(TrainerDDP, AnEvaluationSetSmallerThanTheWorldIsGatheredToo) {
 
 // ---- restart after a killed worker ----------------------------------------------------------
 
-TEST(TrainerDDP, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
-  const Args flags = {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
-                      "--dropout", "0.2", "--save_strategy", "steps", "--save_steps", "3",
-                      "--resume_from_checkpoint", "latest", "--log_level", "info",
-                      // Seed 1: the checkpoint at step 3 lands inside a logging window where the
-                      // ranks' loss sums differ, and restoring their mean on both ranks logged a
-                      // loss one float ulp off (here; seed 42 on the H100 machine's CPU).
-                      "--seed", "1"};
-  const fs::path straight_dir = scratch("straight"), killed_dir = scratch("killed");
+/// Rank 1 fails after step 5 (`crash_mode`: kill, hang) in a job that checkpoints every 3 steps
+/// and may restart once; the job must end bitwise as an uninterrupted one. Returns the failed
+/// job's launcher output and time.
+JobResult restart_after_failing_rank(const std::string& crash_mode, int ddp_timeout_seconds,
+                                     const Args& launcher_flags = {}, const Args& strategy = {},
+                                     const std::string& name = "ddp") {
+  Args flags = {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
+                "--dropout", "0.2", "--save_strategy", "steps", "--save_steps", "3",
+                "--resume_from_checkpoint", "latest", "--log_level", "info",
+                // Seed 1: the checkpoint at step 3 lands inside a logging window where the
+                // ranks' loss sums differ, and restoring their mean on both ranks logged a
+                // loss one float ulp off (here; seed 42 on the H100 machine's CPU).
+                "--seed", "1", "--ddp_timeout", std::to_string(ddp_timeout_seconds)};
+  flags.insert(flags.end(), strategy.begin(), strategy.end());
+  const fs::path straight_dir = scratch("straight_" + crash_mode + "_" + name),
+                 failed_dir = scratch("failed_" + crash_mode + "_" + name);
   const JobResult straight = launch(straight_dir, 2, worker_args(straight_dir, flags));
-  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  EXPECT_EQ(straight.exit_code, 0) << straight.output;
 
-  Args killed_flags = worker_args(killed_dir, flags);
-  killed_flags.insert(killed_flags.end(),
-                      {"--crash_at_step", "5", "--crash_rank", "1", "--crash_mode", "kill"});
-  const JobResult killed = launch(killed_dir, 2, killed_flags, {"--max-restarts", "1"});
-  ASSERT_EQ(killed.exit_code, 0) << killed.output;
-  EXPECT_NE(killed.output.find("rank 1"), std::string::npos) << killed.output;
-  EXPECT_NE(killed.output.find("SIGKILL"), std::string::npos) << killed.output;
-  EXPECT_NE(killed.output.find("Resuming from"), std::string::npos) << killed.output;
+  Args failed_flags = worker_args(failed_dir, flags);
+  failed_flags.insert(failed_flags.end(),
+                      {"--crash_at_step", "5", "--crash_rank", "1", "--crash_mode", crash_mode});
+  Args restart = {"--max-restarts", "1"};
+  restart.insert(restart.end(), launcher_flags.begin(), launcher_flags.end());
+  const JobResult failed = launch(failed_dir, 2, failed_flags, restart);
+  EXPECT_EQ(failed.exit_code, 0) << failed.output;
+  EXPECT_NE(failed.output.find("Resuming from"), std::string::npos) << failed.output;
 
   // Dropout draws from the restored RNG state: only an exact resume ends bitwise equal.
-  expect_ranks_bitwise_equal(killed_dir / "dump", 2, killed.output);
-  EXPECT_EQ(read_text_file(killed_dir / "dump/params.0.txt"),
+  expect_ranks_bitwise_equal(failed_dir / "dump", 2, failed.output);
+  EXPECT_EQ(read_text_file(failed_dir / "dump/params.0.txt"),
             read_text_file(straight_dir / "dump/params.0.txt"));
-  EXPECT_EQ(read_json(killed_dir / "dump/eval.0.json")["metrics"]["eval_loss"],
+  EXPECT_EQ(read_json(failed_dir / "dump/eval.0.json")["metrics"]["eval_loss"],
             read_json(straight_dir / "dump/eval.0.json")["metrics"]["eval_loss"]);
-  EXPECT_EQ(logged_losses(killed_dir / "out"), logged_losses(straight_dir / "out"));
+  EXPECT_EQ(logged_losses(failed_dir / "out"), logged_losses(straight_dir / "out"));
   // Each rank wrote its own RNG state into the shared checkpoint.
-  EXPECT_TRUE(fs::exists(killed_dir / "out/checkpoint-3/rng_state_0.json"));
-  EXPECT_TRUE(fs::exists(killed_dir / "out/checkpoint-3/rng_state_1.json"));
+  EXPECT_TRUE(fs::exists(failed_dir / "out/checkpoint-3/rng_state_0.json"));
+  EXPECT_TRUE(fs::exists(failed_dir / "out/checkpoint-3/rng_state_1.json"));
   fs::remove_all(straight_dir);
-  fs::remove_all(killed_dir);
+  fs::remove_all(failed_dir);
+  return failed;
 }
+
+TEST(TrainerDDP, KilledWorkerIsRestartedAndTheJobEndsAsAnUninterruptedOne) {
+  const JobResult killed = restart_after_failing_rank("kill", 60);
+  EXPECT_NE(killed.output.find("rank 1"), std::string::npos) << killed.output;
+  EXPECT_NE(killed.output.find("SIGKILL"), std::string::npos) << killed.output;
+}
+
+struct StalledCollective {
+  std::string name;
+  Args strategy;
+  std::string crash_mode;  ///< hang: after a step; hang_in_step: before the next one's forward
+  std::string collective;  ///< the survivor's first collective after the stall
+};
+
+void PrintTo(const StalledCollective& c, std::ostream* out) {
+  *out << c.name;
+}
+
+class TrainerStalledRank : public ::testing::TestWithParam<StalledCollective> {};
+
+TEST_P(TrainerStalledRank, TimesOutAndTheRestartedJobEndsAsAnUninterruptedOne) {
+  // Rank 1 stalls after step 5 or in step 6; rank 0's next collective gives up after
+  // --ddp_timeout (5 s),
+  // the launcher stops the stalled rank (SIGTERM, then SIGKILL after the 2 s grace period: a
+  // stalled rank does not get to its signal check) and restarts both from checkpoint-3.
+  const StalledCollective& c = GetParam();
+  const JobResult hung =
+      restart_after_failing_rank(c.crash_mode, 5, {"--grace-period", "2"}, c.strategy, c.name);
+  EXPECT_NE(hung.output.find(c.collective + " failed on rank 0 of 2"), std::string::npos)
+      << hung.output;
+  EXPECT_NE(hung.output.find("timeout 5 s"), std::string::npos) << hung.output;
+  EXPECT_LT(hung.seconds, 40) << hung.output;  // the timeout and grace, not the hang's hour
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Collectives, TrainerStalledRank,
+    ::testing::Values(
+        // Between steps: the survivor's agreement on signals (an all-reduce) waits.
+        StalledCollective{"ddp_after_step", {}, "hang", "all-reduce"},
+        StalledCollective{"ddp_in_step", {}, "hang_in_step", "all-reduce"},
+        StalledCollective{
+            "zero2_in_step", {"--fsdp", "shard_grad_op"}, "hang_in_step", "reduce-scatter"},
+        StalledCollective{"zero3_in_step", {"--fsdp", "full_shard"}, "hang_in_step", "all-gather"}),
+    [](const auto& info) { return info.param.name; });
 
 // ---- failing ranks --------------------------------------------------------------------------
 

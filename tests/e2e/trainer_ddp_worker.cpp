@@ -6,7 +6,7 @@
 //   eval.<rank>.json    evaluate()'s metrics, and predict()'s argmax predictions and labels
 //   scale.<rank>.txt    the loss scale after every optimizer step (with --loss_scaling)
 // Failure injection for the tests (only on the first attempt, TORCHELASTIC_RESTART_COUNT 0):
-//   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang|sigterm
+//   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang|sigterm|hang_in_step
 //   --poison_at_step S --poison_rank R  (an inf in one gradient of rank R only, after the
 //                                        gradients were all-reduced: only that rank sees it)
 //   --rank1_hidden_size H / --rank1_learning_rate LR  (rank 1 starts differently)
@@ -79,8 +79,9 @@ struct WorkerOptions {
     parser.add_option("crash_at_step", &crash_at_step, "Fail after this optimizer step.");
     parser.add_option("crash_rank", &crash_rank, "The rank that fails.");
     parser.add_option("crash_mode", &crash_mode,
-                      "exit (code 7), kill (SIGKILL), hang, or sigterm (a SIGTERM to this rank "
-                      "only; the Trainer checkpoints and exits).");
+                      "exit (code 7), kill (SIGKILL), hang, sigterm (a SIGTERM to this rank "
+                      "only; the Trainer checkpoints and exits), or hang_in_step (stall at the "
+                      "start of the next step's training_step, before its collectives).");
     parser.add_option("poison_at_step", &poison_at_step,
                       "Optimizer step whose gradient gets an inf.");
     parser.add_option("poison_rank", &poison_rank, "The only rank that sees the inf.");
@@ -99,7 +100,7 @@ class CrashCallback : public TrainerCallback {
   std::string name() const override { return "CrashCallback"; }
   void on_step_end(Args, ctrainer::TrainerState& state, ctrainer::TrainerControl&, Ctx) override {
     if (state.global_step != options_.crash_at_step || process_.rank != options_.crash_rank ||
-        process_.restart_count != 0)
+        process_.restart_count != 0 || options_.crash_mode == "hang_in_step")
       return;
     std::fprintf(stderr, "trainer_ddp_worker: rank %lld fails on purpose after step %lld (%s)\n",
                  static_cast<long long>(process_.rank), static_cast<long long>(state.global_step),
@@ -143,6 +144,15 @@ class PoisoningTrainer : public Trainer {
       : Trainer(std::move(model), std::move(args), std::move(components)), options_(options) {}
   at::Tensor training_step(ctrainer::Model& model, const ctrainer::Batch& inputs,
                            std::optional<int64_t> num_items_in_batch) override {
+    if (options_.crash_mode == "hang_in_step" && options_.crash_at_step == state().global_step &&
+        process().rank == options_.crash_rank && process().restart_count == 0) {
+      // The others meet this step's collectives alone: ZeRO-3's all-gather in the forward,
+      // ZeRO-2's reduce-scatter or DDP's all-reduce of the gradients in the backward.
+      std::fprintf(stderr, "trainer_ddp_worker: rank %lld stalls in step %lld\n",
+                   static_cast<long long>(process().rank),
+                   static_cast<long long>(state().global_step + 1));
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    }
     at::Tensor loss = Trainer::training_step(model, inputs, num_items_in_batch);
     if (options_.poison_at_step == state().global_step + 1 &&
         process().rank == options_.poison_rank && args().gradient_accumulation_steps == 1) {
