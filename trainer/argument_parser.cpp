@@ -429,6 +429,11 @@ bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments
       } else if (i + 1 < raw.size() && (parse_bool_literal(raw[i + 1]) ||
                                         (spec->optional && is_none_literal(raw[i + 1])))) {
         bool_value = raw[++i];
+      } else if (i + 1 < raw.size() && raw[i + 1].rfind("-", 0) != 0 &&
+                 !ends_with(raw[i + 1], ".json")) {
+        // Not a flag and not the config file: a misspelt value (HF: "Truthy value expected").
+        throw ArgumentError("--" + spec->name + " takes true or false (also yes/no, 1/0), or " +
+                            "nothing for true; got '" + raw[i + 1] + "'");
       }
       tokens.push_back("--" + spec->name + "=" + bool_value);
     } else if (value && value->empty()) {

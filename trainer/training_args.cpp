@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -131,6 +132,16 @@ void TrainingArguments::validate() {
           ", all or none (integrations known to transformers that ctrainer lacks: " +
           join(kIntegrationsLater) + ")");
     }
+  }
+
+  // TensorBoard writes into --logging_dir: a file there would fail only at train begin.
+  const bool reports_to_tensorboard =
+      contains(report_to, "tensorboard") || contains(report_to, "all");
+  if (reports_to_tensorboard && logging_dir && std::filesystem::exists(*logging_dir) &&
+      !std::filesystem::is_directory(*logging_dir)) {
+    throw ArgumentError("--logging_dir " + *logging_dir +
+                        " is a file; --report_to tensorboard writes its event files into a "
+                        "folder: give a folder (created if missing)");
   }
 
   // ---- 2. derived defaults, as transformers' TrainingArguments.__post_init__ ----

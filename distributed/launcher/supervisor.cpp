@@ -266,7 +266,7 @@ AttemptResult monitor(Attempt& attempt, const LaunchOptions& options, int signal
 int run_workers(const LaunchOptions& options) {
   if (!find_executable(options.command.front()))
     throw ArgumentError("cannot execute '" + options.command.front() +
-                        "': no such executable file (a name without '/' is searched in PATH)");
+                        "': " + why_not_executable(options.command.front()));
   const bool writes_logs = [&] {
     for (int64_t rank = 0; rank < options.nproc_per_node; ++rank)
       if (options.file_streams(rank) != 0) return true;

@@ -57,6 +57,21 @@ std::optional<std::string> find_executable(const std::string& program) {
   return std::nullopt;
 }
 
+std::string why_not_executable(const std::string& program) {
+  const bool has_folder = program.find('/') != std::string::npos;
+  const bool exists = ::access(program.c_str(), F_OK) == 0;
+  const bool python = program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0;
+  if (exists && python)
+    return "it is a Python script: ctrainer-run starts programs (a C++ training binary); run "
+           "Python scripts with torchrun";
+  if (exists && !has_folder)
+    return "a name without '/' is searched in PATH, and PATH does not hold it; to run the file "
+           "in this folder, give ./" +
+           program;
+  if (exists) return "the file is not executable (chmod +x " + program + ")";
+  return has_folder ? "no such file" : "no executable file of that name in PATH";
+}
+
 WorkerProcess::WorkerProcess(const WorkerSpec& spec)
     : rank_(spec.rank), local_rank_(spec.local_rank) {
   // Everything the child needs is prepared before fork (no allocation after it).

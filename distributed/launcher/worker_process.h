@@ -63,4 +63,9 @@ class WorkerProcess {
 /// executable file is found.
 std::optional<std::string> find_executable(const std::string& program);
 
+/// Why find_executable(program) found nothing, and what to do: a Python script (torchrun runs
+/// those), a file in the current folder that PATH does not hold, a file without execute
+/// permission, or no such file.
+std::string why_not_executable(const std::string& program);
+
 }  // namespace ctrainer::launcher

@@ -132,6 +132,29 @@ TEST(ArgumentParserTest, StrayPositionalIsAnError) {
   EXPECT_NE(parse_error({"train.txt"}).find("unexpected argument 'train.txt'"), std::string::npos);
 }
 
+TEST(ArgumentParserTest, ABooleanFlagFollowedByAWordIsAMisspeltValue) {
+  // HfArgumentParser: "Truthy value expected"; before, the word was a stray positional.
+  EXPECT_EQ(parse_error({"--greater_is_better", "maybe"}),
+            "--greater_is_better takes true or false (also yes/no, 1/0), or nothing for true; "
+            "got 'maybe'");
+  EXPECT_TRUE(parse_ok({"--do_train", "--seed", "3"}).do_train);  // the next flag
+  EXPECT_FALSE(parse_ok({"--do_train", "n"}).do_train);           // string_to_bool's words
+  // The config file may follow a boolean flag.
+  const std::string path = write_file("after_bool.json", R"({"seed": 12})");
+  const TrainingArguments a = parse_ok({"--do_train", path});
+  EXPECT_TRUE(a.do_train);
+  EXPECT_EQ(a.seed, 12);
+}
+
+TEST(ArgumentParserTest, ALoggingDirThatIsAFileIsRefusedForTensorBoard) {
+  const std::string file = write_file("logging_dir_file.txt", "notes");
+  EXPECT_EQ(parse_error({"--report_to", "tensorboard", "--logging_dir", file}),
+            "--logging_dir " + file +
+                " is a file; --report_to tensorboard writes its event files into a folder: give a "
+                "folder (created if missing)");
+  EXPECT_EQ(parse_ok({"--report_to", "none", "--logging_dir", file}).logging_dir, file);
+}
+
 TEST(ArgumentParserTest, MissingValueIsAnError) {
   EXPECT_NE(parse_error({"--seed"}).find("seed"), std::string::npos);
   EXPECT_NE(parse_error({"--seed", "--do_train"}).find("seed"), std::string::npos);
