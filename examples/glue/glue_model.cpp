@@ -115,13 +115,14 @@ ModelBundle load_model_and_tokenizer(const ModelArguments& model_args,
                         " tokens); use a config whose vocab_size covers it");
   config.validate(config_path);
 
-  bundle.model = std::make_shared<ctrainer::BertForSequenceClassification>(config);
   if (!model_dir.empty()) {
     ctrainer::WeightLoadOptions load =
         ctrainer::BertForSequenceClassification::weight_load_options();
     load.ignore_mismatched_sizes = model_args.ignore_mismatched_sizes;
-    ctrainer::load_pretrained_weights(*bundle.model, model_dir, load);
+    bundle.model =
+        ctrainer::BertForSequenceClassification::with_pretrained_weights(config, model_dir, load);
   } else {
+    bundle.model = std::make_shared<ctrainer::BertForSequenceClassification>(config);
     ctrainer::logging::logger()->info("Training a new model from scratch with {} ({} parameters)",
                                       config_path, [&] {
                                         int64_t n = 0;

@@ -1,6 +1,9 @@
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 
 #include <filesystem>
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <torch/nn/functional/loss.h>
 
@@ -59,10 +62,32 @@ std::shared_ptr<BertForSequenceClassification> BertForSequenceClassification::fr
   if (options.num_labels) config.set_num_labels(*options.num_labels);
   if (options.problem_type) config.problem_type = options.problem_type;
   config.validate(config_path);
-  auto model = std::make_shared<BertForSequenceClassification>(config);
   WeightLoadOptions load = weight_load_options();
   load.ignore_mismatched_sizes = options.ignore_mismatched_sizes;
-  load_pretrained_weights(*model, dir, load);
+  return with_pretrained_weights(config, dir, load);
+}
+
+std::shared_ptr<BertForSequenceClassification>
+BertForSequenceClassification::with_pretrained_weights(const BertConfig& config,
+                                                       const std::string& path,
+                                                       const WeightLoadOptions& load) {
+  // libtorch's modules draw their default initialisation as they are built (transformers 5
+  // builds on the meta device and draws nothing): build, load, then rewind the generator.
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  at::Tensor before;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    before = generator.get_state();
+  }
+  auto model = std::make_shared<BertForSequenceClassification>(config);
+  const WeightLoadReport report = load_pretrained_weights(*model, path, load);
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(before);
+  }
+  std::vector<std::string> fresh = report.missing_keys;
+  for (const MismatchedKey& key : report.mismatched_keys) fresh.push_back(key.key);
+  init_missing_bert_weights(*model, fresh, config.initializer_range);
   return model;
 }
 

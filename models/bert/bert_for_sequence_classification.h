@@ -44,6 +44,14 @@ class BertForSequenceClassification : public Model {
   static std::shared_ptr<BertForSequenceClassification> from_pretrained(
       const std::string& dir, const BertFromPretrainedOptions& options = {});
 
+  /// A model of `config` with the weights of `path` (a folder or .safetensors file; `load` as
+  /// weight_load_options() plus the caller's choices), initialised as transformers 5 does: what
+  /// the checkpoint holds is never drawn for, so the default CPU generator is left where it was
+  /// before, then drawn for the parameters the checkpoint lacks only (a new classifier gets the
+  /// first draws after set_seed, as HF's).
+  static std::shared_ptr<BertForSequenceClassification> with_pretrained_weights(
+      const BertConfig& config, const std::string& path, const WeightLoadOptions& load);
+
   /// Writes `dir`/config.json (architectures = ["BertForSequenceClassification"]) and
   /// `dir`/model.safetensors, readable by transformers' from_pretrained.
   void save_pretrained(const std::string& dir) const;

@@ -1,6 +1,7 @@
 #include <ctrainer/models/bert/bert_model.h>
 
 #include <limits>
+#include <set>
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -55,6 +56,28 @@ void init_bert_weights(torch::nn::Module& module, double std) {
   // is not yet: visit the module itself by reference.
   init(module);
   for (const auto& child : module.modules(/*include_self=*/false)) init(*child);
+}
+
+void init_missing_bert_weights(torch::nn::Module& model, const std::vector<std::string>& keys,
+                               double std) {
+  torch::NoGradGuard no_grad;
+  const std::set<std::string> missing(keys.begin(), keys.end());
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
+    const std::string dot = item.key().empty() ? "" : item.key() + ".";
+    const std::shared_ptr<torch::nn::Module>& module = item.value();
+    const auto lacks = [&](const char* name) { return missing.count(dot + name) > 0; };
+    if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
+      if (lacks("weight")) linear->weight.normal_(0.0, std);
+      if (linear->bias.defined() && lacks("bias")) linear->bias.zero_();
+    } else if (auto* embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module.get())) {
+      if (!lacks("weight")) continue;
+      embedding->weight.normal_(0.0, std);
+      if (auto pad = embedding->options.padding_idx()) embedding->weight[*pad].zero_();
+    } else if (auto* norm = dynamic_cast<torch::nn::LayerNormImpl*>(module.get())) {
+      if (lacks("weight")) norm->weight.fill_(1.0);
+      if (lacks("bias")) norm->bias.zero_();
+    }
+  }
 }
 
 BertPoolerImpl::BertPoolerImpl(const BertConfig& c) {

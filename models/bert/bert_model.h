@@ -20,6 +20,13 @@ at::Tensor extended_attention_mask(const at::Tensor& mask, at::ScalarType dtype)
 /// an Embedding zero, LayerNorm weight one and bias zero.
 void init_bert_weights(torch::nn::Module& module, double initializer_range);
 
+/// HF's initialisation of only the parameters a checkpoint lacked (from_pretrained's missing
+/// and mismatched keys, `model`'s state-dict names), leaving loaded ones as they are: a Linear's
+/// or Embedding's weight ~ N(0, initializer_range) (the padding row zeroed), a bias zeroed, a
+/// LayerNorm's weight one. Draws in module order, as HF's post-order walk does for leaves.
+void init_missing_bert_weights(torch::nn::Module& model, const std::vector<std::string>& keys,
+                               double initializer_range);
+
 /// tanh(dense(hidden[:, 0])): the [CLS] summary used by the classification head.
 class BertPoolerImpl : public torch::nn::Module {
  public:

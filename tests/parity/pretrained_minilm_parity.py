@@ -16,6 +16,8 @@ The package's folder is a bare BertModel checkpoint: keys without the "bert." pr
 4. run_glue --model_name_or_path <folder> fine-tunes 3 steps on MRPC and SST-2 slices, reports
    the new classifier as HF does, and its output folder loads in transformers with no missing or
    unexpected keys.
+5. The new classifier run_glue starts from is bitwise transformers' from_pretrained one after
+   set_seed with the same seed.
 """
 import importlib.util
 import json
@@ -24,7 +26,8 @@ import sys
 import tempfile
 
 import torch
-from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+from safetensors.torch import load_file
+from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer, set_seed
 
 import bert_parity
 from parity_support import EXAMPLES_DATA, binary, fail_if, run
@@ -156,6 +159,29 @@ def check_run_glue(folder, scratch, task, task_folder):
     return differences
 
 
+def check_new_head_init(folder, scratch):
+    """run_glue's new classifier is transformers' (5.x: the checkpoint's weights are never drawn
+    for, so the head gets the first draws after set_seed): 1 step at learning rate 0 keeps it."""
+    output_dir = os.path.join(scratch, "run_glue-minilm-init")
+    run([binary("run_glue"), "--task_name", "mrpc",
+         "--data_dir", os.path.join(EXAMPLES_DATA, "glue", "MRPC"),
+         "--model_name_or_path", folder, "--output_dir", output_dir,
+         "--cache_dir", os.path.join(scratch, "cache"), "--do_train", "--max_train_samples", "8",
+         "--max_steps", "1", "--per_device_train_batch_size", "8", "--max_seq_length", "32",
+         "--learning_rate", "0", "--seed", "7", "--save_strategy", "no", "--report_to", "none",
+         "--disable_tqdm", "true"])
+    mine = load_file(os.path.join(output_dir, "model.safetensors"))
+    set_seed(7)
+    theirs = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=2)
+    differences = []
+    for key in ("classifier.weight", "classifier.bias", "bert.pooler.dense.weight"):
+        reference = theirs.state_dict()[key]
+        if not torch.equal(mine[key], reference):
+            differences.append(f"initial {key} differs from transformers' after set_seed(7): max "
+                               f"|diff| {float((mine[key] - reference).abs().max()):g}")
+    return differences
+
+
 def main():
     folder = model_folder()
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
@@ -171,6 +197,7 @@ def main():
         differences += check_head(folder, batches, scratch)
         differences += check_run_glue(folder, scratch, "mrpc", "MRPC")
         differences += check_run_glue(folder, scratch, "sst2", "SST-2")
+        differences += check_new_head_init(folder, scratch)
     fail_if(differences, f"all-MiniLM-L6-v2 from {folder} (tolerance {bert_parity.TOLERANCE:g})")
 
 
