@@ -137,8 +137,9 @@ void TrainingArguments::validate() {
   // TensorBoard writes into --logging_dir: a file there would fail only at train begin.
   const bool reports_to_tensorboard =
       contains(report_to, "tensorboard") || contains(report_to, "all");
-  if (reports_to_tensorboard && logging_dir && std::filesystem::exists(*logging_dir) &&
-      !std::filesystem::is_directory(*logging_dir)) {
+  std::error_code unreadable;  // a folder we may not look into: left to the writer's error
+  if (reports_to_tensorboard && logging_dir &&
+      std::filesystem::is_regular_file(*logging_dir, unreadable)) {
     throw ArgumentError("--logging_dir " + *logging_dir +
                         " is a file; --report_to tensorboard writes its event files into a "
                         "folder: give a folder (created if missing)");
