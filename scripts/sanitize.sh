@@ -38,21 +38,10 @@ for t in "${tests[@]}"; do
   [ -f "tests/unit/$t.cpp" ] || { echo "sanitize.sh: no tests/unit/$t.cpp" >&2; exit 2; }
 done
 
-export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
+# shellcheck source=scripts/clang_build.sh
+source "$root/scripts/clang_build.sh"
 if [ "$do_build" -eq 1 ]; then
-  command -v clang++ > /dev/null || {
-    echo "sanitize.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2
-    exit 1
-  }
-  bash scripts/install-deps.sh
-  venv="$(bash scripts/install-deps.sh --print-venv)"
-  # The fuzz build's configuration (CTRAINER_FUZZ: ASan, UBSan and coverage on the library),
-  # with the tests.
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER=clang++ -DCTRAINER_PYTHON="$venv/bin/python" \
-    -DCTRAINER_WITH_CUDA=OFF -DCTRAINER_FUZZ=ON \
-    -DCTRAINER_BUILD_TESTS=ON -DCTRAINER_BUILD_BENCHMARKS=OFF > /dev/null
+  configure_clang_build sanitize.sh "$build_dir"
   targets=()
   for t in "${tests[@]}"; do targets+=("ctrainer_$t"); done
   start=$(date +%s)

@@ -56,7 +56,8 @@ struct BasicTokenizerOptions {
 /// (what BertTokenizerFast runs, and BertTokenizer since transformers 5): drop NUL, U+FFFD and
 /// control characters; map whitespace to spaces; space out CJK ideographs; split on whitespace;
 /// lower-case (per character, no final sigma) and strip accents per word; split every
-/// punctuation character off. tests/parity/tokenizer_parity.py checks it on the GLUE files. Thread-safe (scratch buffers are thread-local).
+/// punctuation character off. tests/parity/tokenizer_parity.py checks it on the GLUE files.
+/// Thread-safe (scratch buffers are thread-local).
 class BasicTokenizer {
  public:
   explicit BasicTokenizer(BasicTokenizerOptions options = {});

@@ -24,15 +24,17 @@ bool is_integer(at::ScalarType t) {
 
 }  // namespace
 
-BertForSequenceClassification::BertForSequenceClassification(const BertConfig& config)
+BertForSequenceClassification::BertForSequenceClassification(const BertConfig& config,
+                                                             bool initialise_weights)
     : config_(config) {
   config_.validate();
-  bert = register_module("bert", BertModel(config_));
+  bert =
+      register_module("bert", BertModel(config_, /*add_pooling_layer=*/true, initialise_weights));
   dropout = register_module("dropout", Dropout(config_.effective_classifier_dropout()));
   classifier =
       register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
   // BertModel initialised itself; the head gets the same rules (HF post_init).
-  init_bert_weights(*classifier, config_.initializer_range);
+  if (initialise_weights) init_bert_weights(*classifier, config_.initializer_range);
 }
 
 WeightLoadOptions BertForSequenceClassification::weight_load_options() {
@@ -71,15 +73,17 @@ std::shared_ptr<BertForSequenceClassification>
 BertForSequenceClassification::with_pretrained_weights(const BertConfig& config,
                                                        const std::string& path,
                                                        const WeightLoadOptions& load) {
-  // libtorch's modules draw their default initialisation as they are built (transformers 5
-  // builds on the meta device and draws nothing): build, load, then rewind the generator.
+  // transformers 5 builds on the meta device and draws nothing for what it loads. HF's
+  // initialisation is skipped; libtorch's modules still draw their defaults as they are built:
+  // build, load, then rewind the generator.
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   at::Tensor before;
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
     before = generator.get_state();
   }
-  auto model = std::make_shared<BertForSequenceClassification>(config);
+  auto model =
+      std::make_shared<BertForSequenceClassification>(config, /*initialise_weights=*/false);
   const WeightLoadReport report = load_pretrained_weights(*model, path, load);
   {
     std::lock_guard<std::mutex> lock(generator.mutex());

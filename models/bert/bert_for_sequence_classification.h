@@ -33,8 +33,9 @@ struct BertFromPretrainedOptions {
 
 class BertForSequenceClassification : public Model {
  public:
-  /// A model with HF's random initialisation (global generator: seed it first).
-  explicit BertForSequenceClassification(const BertConfig& config);
+  /// A model with HF's random initialisation (global generator: seed it first);
+  /// `initialise_weights` false leaves libtorch's module defaults (with_pretrained_weights).
+  explicit BertForSequenceClassification(const BertConfig& config, bool initialise_weights = true);
 
   /// Loads `dir`/config.json and `dir`/model.safetensors. Accepts the checkpoints HF accepts:
   /// BertForSequenceClassification ones, BertForPreTraining ones (cls.* keys are unexpected:

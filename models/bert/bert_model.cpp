@@ -88,12 +88,14 @@ at::Tensor BertPoolerImpl::forward(const at::Tensor& hidden) {
   return at::tanh(dense->forward(hidden.select(1, 0)));
 }
 
-BertModelImpl::BertModelImpl(const BertConfig& config, bool add_pooling_layer) : config_(config) {
+BertModelImpl::BertModelImpl(const BertConfig& config, bool add_pooling_layer,
+                             bool initialise_weights)
+    : config_(config) {
   config_.validate();
   embeddings = register_module("embeddings", BertEmbeddings(config_));
   encoder = register_module("encoder", BertEncoder(config_));
   if (add_pooling_layer) pooler = register_module("pooler", BertPooler(config_));
-  init_bert_weights(*this, config_.initializer_range);
+  if (initialise_weights) init_bert_weights(*this, config_.initializer_range);
 }
 
 at::Tensor BertModelImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,

@@ -47,7 +47,10 @@ struct BertModelOutput {
 /// dict is HF's BertModel state dict; inside a head model it is registered as "bert").
 class BertModelImpl : public torch::nn::Module {
  public:
-  explicit BertModelImpl(const BertConfig& config, bool add_pooling_layer = true);
+  /// `initialise_weights` false skips HF's initialisation (libtorch's module defaults stay)
+  /// for weights a checkpoint is about to replace.
+  explicit BertModelImpl(const BertConfig& config, bool add_pooling_layer = true,
+                         bool initialise_weights = true);
 
   /// input_ids [B, T] int64; attention_mask [B, T] (1 = token, 0 = padding) or undefined (all
   /// tokens); token_type_ids [B, T] or undefined (zeros).

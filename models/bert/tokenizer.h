@@ -24,13 +24,13 @@ using BertTokenizerOptions = BasicTokenizerOptions;
 
 /// Which sequence loses tokens when an encoding is longer than max_length (HF's `truncation`).
 enum class Truncation {
-  kNone,          ///< Never truncate.
+  kNone,  ///< Never truncate.
   /// From the ends, as the Rust tokenizers do: a pair keeps the shorter sequence whole when the
   /// longer one can take the rest; otherwise each gets half, the odd token to the longer one
   /// (the second on a tie).
   kLongestFirst,
-  kOnlyFirst,     ///< From the end of the first sequence only.
-  kOnlySecond,    ///< From the end of the second sequence only (pairs only).
+  kOnlyFirst,   ///< From the end of the first sequence only.
+  kOnlySecond,  ///< From the end of the second sequence only (pairs only).
 };
 
 /// How an encoding is padded with [PAD] on the right (HF's `padding`).
