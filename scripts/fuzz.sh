@@ -53,19 +53,10 @@ for t in "${targets[@]}"; do
 done
 
 # ---- build -------------------------------------------------------------------------------------
-# ccache and the shared precompiled header only cooperate with these settings (as in the Makefile).
-export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
+# shellcheck source=scripts/clang_build.sh
+source "$root/scripts/clang_build.sh"
 if [ "$do_build" -eq 1 ]; then
-  command -v clang++ > /dev/null || {
-    echo "fuzz.sh: clang++ not found: libFuzzer needs clang (scripts/install-deps.sh installs it)" >&2
-    exit 1
-  }
-  bash scripts/install-deps.sh
-  venv="$(bash scripts/install-deps.sh --print-venv)"
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER=clang++ -DCTRAINER_PYTHON="$venv/bin/python" \
-    -DCTRAINER_WITH_CUDA=OFF -DCTRAINER_FUZZ=ON -DCTRAINER_BUILD_BENCHMARKS=OFF > /dev/null
+  configure_clang_build fuzz.sh "$build_dir"
   build_targets=()
   for t in "${targets[@]}"; do build_targets+=("ctrainer_fuzz_$t"); done
   cmake --build "$build_dir" -j "$jobs" --target "${build_targets[@]}"
