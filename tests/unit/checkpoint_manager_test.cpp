@@ -338,6 +338,7 @@ TEST(CheckpointManager, SavesEveryPartAndLoadsItBackBitwise) {
   state.log_history = {{{"loss", 0.7}, {"step", 3}}};
   LoopState loop = sample_loop_state();
   loop.shape = {1, 5, 1, 20};
+  loop.tr_loss_by_rank = {loop.tr_loss};  // one entry per rank of the saved world
   loop.position = {0, 3};
   SamplerState sampler;
   sampler.sampler = "RandomSampler";
@@ -368,6 +369,7 @@ TEST(CheckpointManager, SavesEveryPartAndLoadsItBackBitwise) {
   EXPECT_EQ(loaded.state.global_step, 3);
   EXPECT_EQ(loaded.state.log_history, state.log_history);
   EXPECT_EQ(loaded.loop.tr_loss, loop.tr_loss);
+  EXPECT_EQ(loaded.loop.tr_loss_by_rank, loop.tr_loss_by_rank);
   EXPECT_EQ(loaded.position.epoch, 0);
   EXPECT_EQ(loaded.position.batches_consumed, 3);
 
