@@ -57,6 +57,9 @@ struct VsHfOptions {
   RunSettings settings;
   std::string optim_reason;
   int64_t rounds = kDefaultRounds;
+  /// Round r uses seeds[r % size] on every side: with several seeds, the medians compare the
+  /// sides over seeds rather than over one seed's draws (initial weights, dropout, order).
+  std::vector<int64_t> seeds = {42};
   bool keep_runs = false;
   std::optional<int64_t> max_steps_cap;  ///< --max_steps: a functional check, not the workloads
 };
@@ -94,6 +97,27 @@ VsHfOptions parse_options(const BenchOptions& options) {
     o.workloads.push_back(*it);
   }
   if (o.workloads.empty()) throw std::runtime_error("--workloads names no workload");
+  if (const auto seeds = options.flags.find("seeds"); seeds != options.flags.end()) {
+    o.seeds.clear();
+    for (const auto& item : split_list(seeds->second)) {
+      std::size_t used = 0;
+      int64_t seed = -1;
+      try {
+        seed = std::stoll(item, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != item.size() || seed < 0)
+        throw std::runtime_error("--seeds expects comma-separated non-negative integers, got '" +
+                                 seeds->second + "'");
+      o.seeds.push_back(seed);
+    }
+    if (o.seeds.empty()) throw std::runtime_error("--seeds names no seed");
+    if (static_cast<int64_t>(o.seeds.size()) > o.rounds)
+      throw std::runtime_error(fmt::format(
+          "--seeds names {} seeds but only {} rounds run (round r uses the r-th seed): pass "
+          "--rounds {} or fewer seeds",
+          o.seeds.size(), o.rounds, o.seeds.size()));
+  }
   if (const auto cap = options.flags.find("max_steps"); cap != options.flags.end()) {
     int64_t steps = 0;
     try {
@@ -153,10 +177,13 @@ void choose_optimizer(VsHfOptions& o, const RunGlueFeatures& features) {
 
 /// Runs one side once in `run_dir`; throws with its command and stderr tail when it fails.
 SideRun run_side(Side side, const Workload& w, const Paths& paths, const VsHfOptions& o,
-                 const std::string& run_dir, double timeout, std::string& command_text) {
+                 int64_t seed, const std::string& run_dir, double timeout,
+                 std::string& command_text) {
   fs::remove_all(run_dir);
   fs::create_directories(run_dir);
-  const auto cmd = side_command(side, w, paths, o.settings, run_dir);
+  RunSettings settings = o.settings;
+  settings.seed = seed;
+  const auto cmd = side_command(side, w, paths, settings, run_dir);
   command_text = join_command(cmd);
   ChildSpec spec{
       cmd,
@@ -445,7 +472,8 @@ BenchResult run_vs_hf(const BenchOptions& options) {
                      static_cast<long long>(round + 1), static_cast<long long>(o.rounds),
                      side_name(side).c_str());
         std::string command;
-        SideRun run = run_side(side, w, paths, o, run_dir, timeout, command);
+        const int64_t seed = o.seeds[static_cast<std::size_t>(round) % o.seeds.size()];
+        SideRun run = run_side(side, w, paths, o, seed, run_dir, timeout, command);
         std::fprintf(stderr, "vs_hf:   %.1f samples/s, train_loss %.4f, dev accuracy %.4f\n",
                      run.samples_per_s, run.train_loss, run.dev_accuracy);
         if (round == 0) commands[w.name][side_name(side)] = command;
@@ -473,6 +501,10 @@ BenchResult run_vs_hf(const BenchOptions& options) {
     c["workloads"][w.name] = workload_config(w, paths, flops[w.name]);
   c["commands_round_1"] = commands;
   c["rounds"] = o.rounds;
+  c["seeds"] = o.seeds;
+  if (o.seeds.size() > 1)
+    c["seed_rounds"] =
+        "round r runs every side with the r-th seed (cycling): the medians are over seeds";
   if (o.max_steps_cap)
     c["max_steps_cap"] = fmt::format(
         "--max_steps {}: every workload stopped early; a functional check, not its measurement",
@@ -544,6 +576,8 @@ Scenario vs_hf_scenario() {
             "the optimizer of every side (auto: HF's default if run_glue has it)"},
            {"max_steps", "N",
             "stop every workload after N optimizer steps (functional checks, not measurements)"},
+           {"seeds", "LIST",
+            "comma-separated seeds, round r uses the r-th (default 42; at most --rounds)"},
            {"keep_runs", "", "keep each run's folder (logs, outputs) under the temp dir"},
            {"no_profile", "",
             "run_glue without --profile_steps (no GPU synchronisation per phase; no start-to-first-"

@@ -286,7 +286,7 @@ std::vector<std::string> side_command(Side side, const Workload& w, const Paths&
   add("num_train_epochs", number_flag(w.epochs));
   add("max_steps", std::to_string(w.max_steps));
   add("max_grad_norm", "1.0");
-  add("seed", "42");
+  add("seed", std::to_string(s.seed));
   add("optim", s.optim);
   add("output_dir", run_dir + "/output");
   if (side == Side::kCtrainer) {

@@ -83,6 +83,7 @@ struct RunSettings {
   std::string optim;             ///< the same on every side
   bool profile_steps = false;    ///< pass --profile_steps to run_glue
   int threads = 2;
+  int64_t seed = 42;  ///< --seed of every side (run_glue.py's default 42)
 };
 
 /// The command line of one side (argv[0] = the program) writing into `run_dir`.
