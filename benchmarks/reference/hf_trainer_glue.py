@@ -42,7 +42,13 @@ class FirstStepTime(TrainerCallback):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     common.add_common_arguments(parser)
+    parser.add_argument("--logging_steps", type=int, default=500,
+                        help="HF's logging_steps (default 500, HF's); every logged loss and "
+                             "grad_norm goes to the result JSON's log_history, for comparing "
+                             "training curves with run_glue --logging_steps")
     args = parser.parse_args()
+    if args.logging_steps <= 0:
+        common.fail(f"--logging_steps {args.logging_steps}: give a positive step count")
     common.check_arguments(args)
     transformers.logging.set_verbosity_warning()
 
@@ -60,7 +66,7 @@ def main():
         max_steps=args.max_steps, max_grad_norm=args.max_grad_norm, seed=args.seed,
         optim=args.optim, lr_scheduler_type="linear", use_cpu=args.device == "cpu",
         bf16=args.bf16, dataloader_num_workers=0, save_strategy="no", report_to="none",
-        disable_tqdm=True)
+        disable_tqdm=True, logging_steps=args.logging_steps)
     collator = (default_data_collator if args.pad_to_max_length
                 else DataCollatorWithPadding(tokenizer))
     first_step = FirstStepTime()
@@ -76,7 +82,8 @@ def main():
                     if key[len("eval_"):] in ("accuracy", "f1", "combined_score", "loss")}
     common.write_result(args, "hf_trainer", train_metrics, eval_metrics, first_step.unix_time,
                         {"transformers_version": transformers.__version__,
-                         "global_step": trainer.state.global_step})
+                         "global_step": trainer.state.global_step,
+                         "log_history": trainer.state.log_history})
 
 
 if __name__ == "__main__":
