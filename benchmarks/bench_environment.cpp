@@ -9,7 +9,7 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
-#include <ctrainer/trainer/cpu_runtime.h>
+#include <ctrainer/trainer/runtime/cpu_runtime.h>
 
 #include "bench_workers.h"
 

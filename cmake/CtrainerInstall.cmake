@@ -4,11 +4,12 @@
 # CMakeLists.txt), so they run without the Python environment the build took libtorch from.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ctrainer EXPORT ctrainerTargets
+get_property(_ctrainer_layers GLOBAL PROPERTY CTRAINER_LAYER_TARGETS)
+install(TARGETS ctrainer ${_ctrainer_layers} EXPORT ctrainerTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir trainer distributed integrations models)
+foreach(dir core trainer distributed integrations models)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ctrainer/${dir}
     FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -3,8 +3,8 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/grad_clip.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/grad_clip.h>
 
 namespace ctrainer {
 

@@ -13,7 +13,7 @@
 
 #include <ATen/core/grad_mode.h>
 
-#include <ctrainer/trainer/core/torch_compat.h>
+#include <ctrainer/core/torch_compat.h>
 
 namespace ctrainer {
 

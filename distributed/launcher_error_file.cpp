@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/json_file.h>
+#include <ctrainer/core/json_file.h>
 
 namespace ctrainer {
 

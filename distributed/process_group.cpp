@@ -10,10 +10,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/c10d_compat.h>
 #include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/distributed/store_listener.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -77,7 +77,6 @@ class ShardedSegment {
   /// as zeros) and, for ZeRO-2/3, drops the members' gradients. Collective: every rank launches
   /// the segments in the same order.
   void launch_reduce();
-  bool reduce_launched() const { return reduce_pending_; }
   /// Waits for the reduce-scatter (then sums over the replicas, if any) and adds the average over
   /// all ranks into the gradient shard.
   void finish_reduce();

@@ -16,10 +16,11 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/forward_hooks.h>
+#include <ctrainer/core/optimizer_kind.h>
+#include <ctrainer/core/torch_compat.h>
 #include <ctrainer/distributed/wrap_policy.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/forward_hooks.h>
-#include <ctrainer/trainer/core/torch_compat.h>
 
 namespace ctrainer {
 
@@ -469,15 +470,8 @@ int64_t count_new(const std::vector<at::Tensor>& tensors, std::unordered_set<con
 /// The tensors of an optimizer's per-parameter state, for the optimizers ctrainer creates.
 std::vector<at::Tensor> state_tensors(const torch::optim::Optimizer& optimizer) {
   std::vector<at::Tensor> out;
-  for (const auto& [key, state] : optimizer.state()) {
-    if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(state.get())) {
-      out.insert(out.end(), {adamw->exp_avg(), adamw->exp_avg_sq(), adamw->max_exp_avg_sq()});
-    } else if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(state.get())) {
-      out.insert(out.end(), {adam->exp_avg(), adam->exp_avg_sq(), adam->max_exp_avg_sq()});
-    } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(state.get())) {
-      out.push_back(sgd->momentum_buffer());
-    }
-  }
+  for (const auto& [key, state] : optimizer.state())
+    for (const auto& [name, buffer] : param_state_buffers(*state).buffers) out.push_back(buffer);
   return out;
 }
 

@@ -82,12 +82,19 @@ class ShardedStrategy : public CollectiveStrategy {
   /// What this rank holds now; `optimizer` adds its state (Adam, AdamW and SGD state known).
   ShardedMemory memory(const torch::optim::Optimizer* optimizer = nullptr) const;
 
+  // Checkpoints: the zero/ folder of distributed/sharded_state.h.
+  bool shards_optimizer_state() const override { return true; }
+  void save_sharded_state(const torch::optim::Optimizer& optimizer,
+                          const std::filesystem::path& dir) const override;
+  std::vector<std::filesystem::path> sharded_state_files_of_other_processes() const override;
+  void load_sharded_state(torch::optim::Optimizer& optimizer,
+                          const std::filesystem::path& dir) override;
+
   /// Implementation detail shared with the autograd and forward hooks (sharded_strategy.cpp).
   struct Hooks;
 
  private:
   void create_hybrid_groups();
-  void segment_ready(std::size_t segment);
   void launch_ready_in_order();
   void unit_before_forward(std::size_t unit);
   at::Tensor unit_after_forward(std::size_t unit, at::Tensor output);

@@ -1,11 +1,19 @@
 #include <ctrainer/distributed/strategy.h>
 
+#include <stdexcept>
+
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include <ctrainer/trainer/core/grad_clip.h>
+#include <ctrainer/core/grad_clip.h>
 
 namespace ctrainer {
+
+void Strategy::load_sharded_state(torch::optim::Optimizer& /*optimizer*/,
+                                  const std::filesystem::path& dir) {
+  throw std::logic_error("load_sharded_state(" + dir.string() +
+                         "): this strategy does not shard the optimizer state");
+}
 
 std::vector<at::Tensor> Strategy::optimizer_parameters(torch::nn::Module& model) {
   std::vector<at::Tensor> trainable;

@@ -1,6 +1,7 @@
 #pragma once
 /// \file Strategy: everything that depends on how many processes train the model. The Trainer
 /// never talks to devices or process groups directly; it calls its Strategy.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,29 @@ class Strategy {
   /// Blocks until every process arrived (around checkpoint writes).
   virtual void barrier() {}
   virtual int64_t world_size() const = 0;
+
+  // ---- the state the strategy owns, in checkpoints --------------------------------------------
+  // The checkpoint code asks the strategy; it never looks at which strategy it has.
+
+  /// Whether the optimizer's state (and the fp32 masters) is split across processes (ZeRO,
+  /// FSDP): then a checkpoint keeps it through save_sharded_state / load_sharded_state instead of
+  /// the plain optimizer files, and resumes only into a run that shards too.
+  virtual bool shards_optimizer_state() const { return false; }
+  /// Writes this process's part of the sharded state into checkpoint folder `dir` (nothing for
+  /// a process that holds a copy of another's part, as HYBRID_SHARD's other nodes). Not
+  /// collective: the checkpoint code orders the processes' writes.
+  virtual void save_sharded_state(const torch::optim::Optimizer& /*optimizer*/,
+                                  const std::filesystem::path& /*dir*/) const {}
+  /// The files of the other processes' parts, relative to a checkpoint folder: what the process
+  /// that commits a checkpoint collects from where the others staged them.
+  virtual std::vector<std::filesystem::path> sharded_state_files_of_other_processes() const {
+    return {};
+  }
+  /// Loads the sharded state of checkpoint folder `dir`, written at any world size, into the
+  /// optimizer and the parameters (collective). Throws ArgumentError naming the file and the
+  /// mismatch; std::logic_error for a strategy that does not shard.
+  virtual void load_sharded_state(torch::optim::Optimizer& optimizer,
+                                  const std::filesystem::path& dir);
 };
 
 /// One process on one device.

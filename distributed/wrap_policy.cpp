@@ -7,8 +7,8 @@
 
 #include <torch/nn/module.h>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/forward_hooks.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/forward_hooks.h>
 
 namespace ctrainer {
 namespace {
@@ -53,7 +53,7 @@ struct Walker {
             "fsdp_transformer_layer_cls_to_wrap " + cls + " matches module '" + path +
             "', but that class declares no ForwardHookPoint, so its parameters cannot be "
             "all-gathered before its forward. Add `ForwardHookPoint hook_point_{*this};` to the "
-            "class and bracket its forward with it (trainer/core/forward_hooks.h), or wrap "
+            "class and bracket its forward with it (core/forward_hooks.h), or wrap "
             "another class (ctrainer's BertLayer and BertEmbeddings declare one)");
       auto names = untaken(module, path);
       if (!names.empty()) take(module, path, std::move(names));

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/bert/bert_config.h>
-#include <ctrainer/trainer/core/errors.h>
 
 #include "fuzz_support.h"
 

@@ -6,8 +6,8 @@
 // times. Bad input throws ArgumentError naming --deepspeed and the key.
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/deepspeed_config.h>
-#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/deepspeed_optimizers.h>
 #include <ctrainer/trainer/optim/deepspeed_schedulers.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>

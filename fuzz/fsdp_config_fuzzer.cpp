@@ -1,7 +1,7 @@
 // --fsdp and --fsdp_config on arbitrary bytes: the first line is the --fsdp value, the rest the
 // fsdp_config file, read as TrainingArguments::validate reads them: fsdp_enabled,
 // read_fsdp_config, parse_fsdp. Bad input throws ArgumentError naming the flag or key.
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/sharding/fsdp_config.h>
 
 #include "fuzz_support.h"

@@ -24,7 +24,7 @@
 #include <spdlog/sinks/null_sink.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/logging.h>
+#include <ctrainer/core/logging.h>
 
 namespace ctrainer::fuzz {
 

@@ -1,9 +1,9 @@
 // A GLUE TSV file on arbitrary bytes: the first line is "<task> <split>" (a task name of
 // glue_tasks(), a split such as train, dev, dev_matched or test), the rest the file, read by
 // read_glue_tsv (run_glue's reader). Bad input throws ArgumentError naming path:line.
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/examples/glue/glue_task.h>
-#include <ctrainer/trainer/core/errors.h>
 
 #include "fuzz_support.h"
 

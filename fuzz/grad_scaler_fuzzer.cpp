@@ -9,7 +9,7 @@
 
 #include <ATen/ATen.h>
 
-#include <ctrainer/trainer/core/json_file.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 
 #include "fuzz_support.h"

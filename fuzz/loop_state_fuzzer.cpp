@@ -1,9 +1,9 @@
 // loop_state.json on arbitrary bytes, as CheckpointManager::load reads it: read_json_file
 // (std::runtime_error), LoopState::from_json, then require_same_shape (ArgumentError) and
 // resume_position (std::runtime_error) against a run's shape.
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/trainer/checkpoint/loop_state.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 
 #include "fuzz_support.h"
 

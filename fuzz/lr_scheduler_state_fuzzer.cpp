@@ -9,9 +9,9 @@
 
 #include <torch/optim/adamw.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/trainer/args/choices.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/optim/deepspeed_schedulers.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 

@@ -12,10 +12,10 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 
 #include "fuzz_support.h"
 

@@ -7,9 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/trainer/checkpoint/rng_state.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 
 #include "fuzz_support.h"
 

@@ -4,7 +4,7 @@
 // (ctrainer-consolidate, zero_to_fp32). Bad files throw ArgumentError naming the checkpoint, or
 // the file readers' errors naming the file (read_json_file: std::runtime_error;
 // load_safetensors: SafetensorsError); both are std::runtime_error.
-#include <ctrainer/trainer/checkpoint/sharded_state.h>
+#include <ctrainer/distributed/sharded_state.h>
 
 #include "fuzz_support.h"
 

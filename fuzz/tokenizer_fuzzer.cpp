@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <map>
 
-#include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
 #include "fuzz_support.h"
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/trainer/plot/training_curves.h>
 #include <ctrainer/trainer/trainer_state.h>
 

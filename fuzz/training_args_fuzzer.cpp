@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 
 #include "fuzz_support.h"
 

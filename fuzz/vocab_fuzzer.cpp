@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/models/bert/vocab.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
+#include <ctrainer/models/tokenizers/wordpiece/vocab.h>
 
 #include "fuzz_support.h"
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_config.h>
+#include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/deepspeed_config_keys.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_config.h>
-#include <ctrainer/trainer/core/logging.h>
 
 namespace ctrainer {
 namespace {

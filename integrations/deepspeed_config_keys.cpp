@@ -5,24 +5,13 @@
 #include <cmath>
 #include <map>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/logging.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/logging.h>
+#include <ctrainer/core/strings.h>
 
 namespace ctrainer::deepspeed_keys {
 namespace {
 using json = nlohmann::json;
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
-}
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 /// Keys of one section: read by ctrainer, ignored because they change no result (with why), or
 /// accepted only at DeepSpeed's default value because anything else changes results in a way

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/write_faults.h>
+#include <ctrainer/core/write_faults.h>
 
 namespace ctrainer {
 namespace {

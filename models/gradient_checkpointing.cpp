@@ -9,7 +9,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <ctrainer/trainer/core/torch_compat.h>
+#include <ctrainer/core/torch_compat.h>
 
 namespace ctrainer {
 namespace {

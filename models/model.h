@@ -1,21 +1,40 @@
 #pragma once
 /// \file The Model interface the Trainer trains: a torch::nn::Module whose forward takes a
 /// Batch of named tensors and returns logits and (when labels are present) a loss.
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/batch.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/batch.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 
-/// What a model returns. `loss` is defined iff the batch carried labels.
+/// What a model returns (HF's ModelOutput). `loss` is defined iff the batch carried labels;
+/// `logits` is the head's main output. Task heads with more outputs put them in `tensors` under
+/// HF's names ("start_logits", "end_logits", "encoder_last_hidden_state", "hidden_states", ...);
+/// decoders return their attention cache in `past_key_values`.
 struct ModelOutput {
   at::Tensor loss;
   at::Tensor logits;
+  /// Further named outputs, keyed by HF's ModelOutput field names.
+  std::map<std::string, at::Tensor> tensors;
+  /// One (key, value) pair per decoder layer, each [batch, heads, positions, head_dim]
+  /// (HF's legacy past_key_values layout); empty for models without a cache.
+  std::vector<std::pair<at::Tensor, at::Tensor>> past_key_values;
+
+  /// Whether output `name` is defined: "loss", "logits" or a key of `tensors`.
+  bool contains(const std::string& name) const;
+  /// Output `name` ("loss", "logits" or a key of `tensors`); throws std::out_of_range naming
+  /// the outputs this one has when it is not defined.
+  const at::Tensor& at(const std::string& name) const;
+  /// Names of the defined outputs in HF's order: loss, logits, then `tensors` by name.
+  std::vector<std::string> names() const;
 };
 
 /// Base class of every model trained by ctrainer. Subclasses register their parameters and

@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
+#include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/safetensors.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
-#include <ctrainer/trainer/core/logging.h>
 
 namespace ctrainer {
 namespace fs = std::filesystem;

@@ -1,76 +1,112 @@
 #!/usr/bin/env python3
 """Fails when an #include points up a layer (docs/architecture.md draws the layers).
 
-Layers, lowest first; a file may include its own room and the rooms listed for it:
-  trainer/core      basics (errors, torch compat, logger, Batch, gradient clipping): nothing above
-  integrations      file formats and outside tools:                       core
-  models            modules, configs, tokenizers, weights:                core, integrations
-  distributed       process groups, strategies, launcher:                 core
-  trainer           the Trainer, its arguments, data, callbacks, ...:     all of the above
-  examples          programs built on the library:                        all of the above
-  benchmarks        the harness:                                          all of the above, examples
-tests/ may include anything. Only includes of ctrainer's own headers are checked:
-<ctrainer/<path>> and "<path>" (resolved next to the including file).
+Layers, lowest first; a file may include its own layer and the layers listed for it:
+  core          basics (errors, torch compat, logger, Batch, JSON, files):  nothing above
+  integrations  file formats and outside tools:                              core
+  models        modules, configs, registries, tokenizers:                    core, integrations
+  distributed   process groups, strategies (and their checkpoint state):    core, integrations
+  trainer       the Trainer, its arguments, data, callbacks, ...:            all of the above
+  examples      programs built on the library:                               all of the above
+  benchmarks    the harness:                                                 all of the above, examples
+tests/ and fuzz/ may include anything; cmake/, scripts/, docs/ and third_party/ hold no layered
+code. Any other top-level folder with C or C++ sources is an error until it is given a place here
+(and in cmake/CtrainerLayers.cmake, which enforces the same table when compiling and linking).
+
+Only includes of ctrainer's own headers are checked, in every spelling the preprocessor accepts:
+<ctrainer/<path>> and "ctrainer/<path>" (found through the include directory), "<path>" resolved
+next to the including file, `..` anywhere inside either (normalised first), #include_next and
+#import as well as #include. Header-like files of any suffix (.h .hh .hpp .hxx .inl .ipp .tpp .tcc
+.cuh ...) and sources (.c .cc .cpp .cxx .cu ...) are read. An include whose name is a macro
+cannot be checked and is refused in layered code.
 
 Usage: check_layers.py [ROOT]   (ROOT defaults to the repository holding this script)
 Exit status 0 when every include points down or sideways, 1 with one line per violation.
 """
 import pathlib
+import posixpath
 import re
 import sys
 
-# Room -> the rooms it may include besides itself. The most specific prefix names a file's room.
+# Layer -> the layers it may include besides itself.
 ALLOWED = {
-    "trainer/core": set(),
-    "integrations": {"trainer/core"},
-    "models": {"trainer/core", "integrations"},
-    "distributed": {"trainer/core"},
-    "trainer": {"trainer/core", "integrations", "models", "distributed"},
-    "examples": {"trainer/core", "integrations", "models", "distributed", "trainer"},
-    "benchmarks": {"trainer/core", "integrations", "models", "distributed", "trainer", "examples"},
+    "core": set(),
+    "integrations": {"core"},
+    "models": {"core", "integrations"},
+    "distributed": {"core", "integrations"},
+    "trainer": {"core", "integrations", "models", "distributed"},
+    "examples": {"core", "integrations", "models", "distributed", "trainer"},
+    "benchmarks": {"core", "integrations", "models", "distributed", "trainer", "examples"},
 }
-SOURCE_SUFFIXES = {".h", ".hpp", ".cpp", ".cc"}
-INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
+# Top-level folders outside the layers: may include anything (tests, fuzz) or hold no C++.
+UNLAYERED = {"tests", "fuzz", "cmake", "scripts", "docs", "third_party"}
+SOURCE_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp", ".tcc", ".ixx",
+                   ".cuh", ".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".inc"}
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*(include_next|include|import)[ \t]*(.*)$', re.MULTILINE)
+LITERAL = re.compile(r'^([<"])([^>"]+)[>"]')
 
 
-def room_of(relative_path: str):
-    """The room a repository-relative path belongs to, or None outside the layered code."""
-    best = None
-    for room in ALLOWED:
-        if relative_path == room or relative_path.startswith(room + "/"):
-            if best is None or len(room) > len(best):
-                best = room
-    return best
+def layer_of(relative_path: str):
+    """The layer a repository-relative path belongs to, or None outside the layered code."""
+    top = relative_path.split("/", 1)[0]
+    return top if top in ALLOWED else None
+
+
+def is_build_folder(path: pathlib.Path):
+    return path.name.startswith(("build", ".")) or (path / "CMakeCache.txt").exists()
+
+
+def unknown_top_level_folders(root: pathlib.Path):
+    found = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        if folder.name in ALLOWED or folder.name in UNLAYERED or is_build_folder(folder):
+            continue
+        if any(p.suffix in SOURCE_SUFFIXES and p.is_file() for p in folder.rglob("*")):
+            found.append(f"{folder.name}/: a top-level folder with C++ sources that is no layer; "
+                         f"give it a place in scripts/check_layers.py ALLOWED, "
+                         f"cmake/CtrainerLayers.cmake and docs/architecture.md, or move it into one")
+    return found
+
+
+def target_of(path: pathlib.Path, root: pathlib.Path, bracket: str, name: str):
+    """Repository-relative path an include names, or None when it is not one of ctrainer's."""
+    if bracket == '"':
+        beside = posixpath.normpath(posixpath.join(path.parent.relative_to(root).as_posix(), name))
+        if (root / beside).exists() or not name.startswith("ctrainer/"):
+            return None if beside.startswith("../") else beside
+    if not name.startswith("ctrainer/"):
+        return None  # std, torch, third-party
+    return posixpath.normpath(name[len("ctrainer/"):])
 
 
 def violations(root: pathlib.Path):
-    found = []
-    for room in ALLOWED:
-        for path in sorted((root / room).rglob("*")):
+    found = unknown_top_level_folders(root)
+    for layer in ALLOWED:
+        for path in sorted((root / layer).rglob("*")):
             if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
                 continue
             source = path.relative_to(root).as_posix()
-            if room_of(source) != room:
-                continue  # a deeper room (trainer/core inside trainer) checks it
             text = path.read_text(encoding="utf-8", errors="replace")
             for match in INCLUDE.finditer(text):
-                bracket, name = match.groups()
-                if bracket == "<":
-                    if not name.startswith("ctrainer/"):
-                        continue  # std, torch, third-party
-                    target = name[len("ctrainer/"):]
-                else:
-                    resolved = (path.parent / name).resolve()
-                    try:
-                        target = resolved.relative_to(root.resolve()).as_posix()
-                    except ValueError:
-                        continue
-                target_room = room_of(target)
-                if target_room is None or target_room == room or target_room in ALLOWED[room]:
-                    continue
+                directive, rest = match.groups()
                 line = text.count("\n", 0, match.start()) + 1
-                found.append(f"{source}:{line}: includes {name} ({target_room}), but {room} may "
-                             f"only include {', '.join(sorted(ALLOWED[room])) or 'itself'}")
+                literal = LITERAL.match(rest.strip())
+                if literal is None:
+                    found.append(f"{source}:{line}: #{directive} {rest.strip()} names no file "
+                                 f"literally, so its layer cannot be checked; write the path")
+                    continue
+                bracket, name = literal.groups()
+                target = target_of(path, root, bracket, name)
+                if target is None:
+                    continue
+                target_layer = layer_of(target)
+                if target_layer is None and not target.startswith("../"):
+                    continue  # a file outside the layers (the repository root, cmake/)
+                if target_layer == layer or target_layer in ALLOWED[layer]:
+                    continue
+                found.append(f"{source}:{line}: includes {name} ({target_layer or 'outside the repository'}), "
+                             f"but {layer} may only include "
+                             f"{', '.join(sorted(ALLOWED[layer])) or 'itself'}")
     return found
 
 
@@ -80,7 +116,7 @@ def main(argv):
         print(f"check_layers: {root} has no trainer/ folder; pass the repository root",
               file=sys.stderr)
         return 2
-    found = violations(root)
+    found = violations(root.resolve())
     for line in found:
         print(line)
     if found:

@@ -7,22 +7,22 @@
 #include <torch/cuda.h>
 #include <torch/optim/optimizer.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/trainer/callbacks/default_flow_callback.h>
 #include <ctrainer/trainer/callbacks/log_file_callback.h>
 #include <ctrainer/trainer/callbacks/progress_callback.h>
 #include <ctrainer/trainer/callbacks/report_to.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
-#include <ctrainer/trainer/cpu_runtime.h>
-#include <ctrainer/trainer/device.h>
-#include <ctrainer/trainer/logging.h>
-#include <ctrainer/trainer/metrics_report.h>
+#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
-#include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/runtime/cpu_runtime.h>
+#include <ctrainer/trainer/runtime/device.h>
+#include <ctrainer/trainer/runtime/logging.h>
+#include <ctrainer/trainer/runtime/seed.h>
+#include <ctrainer/trainer/runtime/speed_metrics.h>
+#include <ctrainer/trainer/runtime/strategy_factory.h>
 #include <ctrainer/trainer/signals/preemption.h>
-#include <ctrainer/trainer/speed_metrics.h>
-#include <ctrainer/trainer/strategy_factory.h>
 
 namespace ctrainer {
 namespace {
@@ -273,9 +273,14 @@ Trainer::TrainingPlan Trainer::plan_training(const DataLoader& loader) const {
     plan.num_train_epochs = static_cast<int64_t>(std::ceil(args_.num_train_epochs));
     plan.num_train_samples = static_cast<double>(loader.dataset().size()) * args_.num_train_epochs;
   }
-  plan.shape = {strategy_->world_size(), args_.per_device_train_batch_size, ga,
-                loader.dataset().size()};
+  plan.shape = loop_shape();
   return plan;
+}
+
+LoopShape Trainer::loop_shape() const {
+  return {strategy_->world_size(), args_.per_device_train_batch_size,
+          args_.gradient_accumulation_steps,
+          train_dataloader_ ? train_dataloader_->dataset().size() : 0};
 }
 
 void Trainer::start_state(const TrainingPlan& plan) {

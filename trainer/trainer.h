@@ -17,6 +17,7 @@
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/model.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/callbacks/trainer_callback.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_manager.h>
 #include <ctrainer/trainer/data/batch_stream.h>
@@ -24,10 +25,9 @@
 #include <ctrainer/trainer/data/data_loader.h>
 #include <ctrainer/trainer/data/dataset.h>
 #include <ctrainer/trainer/precision/precision.h>
+#include <ctrainer/trainer/runtime/step_profiler.h>
 #include <ctrainer/trainer/sharding/sharding_config.h>
-#include <ctrainer/trainer/step_profiler.h>
 #include <ctrainer/trainer/trainer_state.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace torch::optim {
 class Optimizer;
@@ -234,6 +234,10 @@ class Trainer {
   /// Steps, epochs and samples from the loader and the arguments (HF's rules: max_steps wins,
   /// a short last window still steps); checks that every rank has the same train set.
   TrainingPlan plan_training(const DataLoader& loader) const;
+  /// The run's shape that a checkpoint records and a resume must match (one place builds it).
+  LoopShape loop_shape() const;
+  /// The loader settings of --dataloader_* for batches of `batch_size` (train and eval alike).
+  DataLoaderOptions dataloader_options(int64_t batch_size) const;
   /// A fresh TrainerState for `plan` and zeroed running sums.
   void start_state(const TrainingPlan& plan);
   void log_training_banner(const TrainingPlan& plan) const;

@@ -5,7 +5,7 @@
 
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_manager.h>
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/signals/preemption.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -32,9 +32,7 @@ std::string Trainer::save_checkpoint() {
   loop.total_loss_scalar = total_loss_scalar_;
   loop.globalstep_last_logged = globalstep_last_logged_;
   loop.position = position_;
-  loop.shape = {strategy_->world_size(), args_.per_device_train_batch_size,
-                args_.gradient_accumulation_steps,
-                train_dataloader_ ? train_dataloader_->dataset().size() : 0};
+  loop.shape = loop_shape();
   // Where this rank's sampler stands (position = batches consumed).
   SamplerState sampler;
   if (train_dataloader_) sampler = train_dataloader_->state(position_.batches_consumed);

@@ -5,13 +5,13 @@
 
 #include <torch/utils.h>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/cpu_runtime.h>
-#include <ctrainer/trainer/eval_gather.h>
-#include <ctrainer/trainer/metrics_report.h>
-#include <ctrainer/trainer/speed_metrics.h>
-#include <ctrainer/trainer/strategy_factory.h>
-#include <ctrainer/trainer/tensor_concat.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/evaluation/eval_gather.h>
+#include <ctrainer/trainer/evaluation/metrics_report.h>
+#include <ctrainer/trainer/evaluation/tensor_concat.h>
+#include <ctrainer/trainer/runtime/cpu_runtime.h>
+#include <ctrainer/trainer/runtime/speed_metrics.h>
+#include <ctrainer/trainer/runtime/strategy_factory.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include <algorithm>

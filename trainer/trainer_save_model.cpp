@@ -2,9 +2,9 @@
 // the resumable checkpoint-N folders of trainer_checkpoint.cpp).
 #include <filesystem>
 
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/models/pretrained_weights.h>
-#include <ctrainer/trainer/core/json_file.h>
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/trainer.h>
 
 namespace ctrainer {

@@ -5,10 +5,10 @@
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
 #include <ctrainer/trainer/data/train_sampler.h>
-#include <ctrainer/trainer/label_smoother.h>
+#include <ctrainer/trainer/loss/label_smoother.h>
 #include <ctrainer/trainer/optim/deepspeed_optimizers.h>
 #include <ctrainer/trainer/optim/deepspeed_schedulers.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
@@ -19,13 +19,15 @@ namespace ctrainer {
 
 // ---- data ------------------------------------------------------------------------------------
 
+DataLoaderOptions Trainer::dataloader_options(int64_t batch_size) const {
+  return {batch_size, args_.dataloader_drop_last, args_.dataloader_pin_memory && device_.is_cuda(),
+          args_.dataloader_num_workers, args_.dataloader_prefetch_factor.value_or(2)};
+}
+
 std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
   if (!components_.train_dataset) throw ArgumentError("Trainer: training requires a train_dataset");
   auto& ds = components_.train_dataset;
-  DataLoaderOptions opts{args_.per_device_train_batch_size, args_.dataloader_drop_last,
-                         args_.dataloader_pin_memory && device_.is_cuda(),
-                         args_.dataloader_num_workers,
-                         args_.dataloader_prefetch_factor.value_or(2)};
+  const DataLoaderOptions opts = dataloader_options(args_.per_device_train_batch_size);
   TrainSamplerOptions sampling{
       .seed = args_.sampler_seed(),
       .strategy = args_.train_sampling_strategy,
@@ -40,10 +42,7 @@ std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
 std::shared_ptr<DataLoader> Trainer::get_eval_dataloader(std::shared_ptr<Dataset> eval_dataset) {
   if (!eval_dataset) eval_dataset = components_.eval_dataset;
   if (!eval_dataset) throw ArgumentError("Trainer: evaluation requires an eval_dataset");
-  DataLoaderOptions opts{args_.per_device_eval_batch_size, args_.dataloader_drop_last,
-                         args_.dataloader_pin_memory && device_.is_cuda(),
-                         args_.dataloader_num_workers,
-                         args_.dataloader_prefetch_factor.value_or(2)};
+  const DataLoaderOptions opts = dataloader_options(args_.per_device_eval_batch_size);
   // Several processes: rank r evaluates rows r, r + W, ... (unpadded, so no example counts
   // twice), which evaluation_loop gathers back into dataset order. With drop_last, torch's
   // DistributedSampler cuts the tail to equal shares instead.

@@ -1,10 +1,10 @@
 // Scenario dataloader: can the loader keep a small-BERT training step fed? Tokenized SST-2
 // train padded to 128 tokens (run_glue's default), batches of 32 through DataCollatorWithPadding
 // and BatchStream; the step is BertForSequenceClassification of BERT-tiny size (hidden 128, 2
-// layers, 2 heads, ffn 512: the README demo's model) doing forward, backward and AdamW. Measured: loader batches/s alone for
-// 0/1/2 workers, the step alone, and the step fed by the loader. metrics.headroom = loader
-// batches/s (0 workers) / step steps/s (>> 1: the loader is not the bottleneck);
-// metrics.fed_ratio = fed steps/s / step-alone steps/s with 2 workers (target ~1).
+// layers, 2 heads, ffn 512: the README demo's model) doing forward, backward and AdamW. Measured:
+// loader batches/s alone for 0/1/2 workers, the step alone, and the step fed by the loader.
+// metrics.headroom = loader batches/s (0 workers) / step steps/s (>> 1: the loader is not the
+// bottleneck); metrics.fed_ratio = fed steps/s / step-alone steps/s with 2 workers (target ~1).
 #include <algorithm>
 #include <chrono>
 
@@ -14,6 +14,7 @@
 #include <ctrainer/examples/glue/glue_features.h>
 #include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 #include <ctrainer/trainer/data/batch_stream.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 

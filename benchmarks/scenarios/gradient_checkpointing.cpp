@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
-#include <ctrainer/trainer/cpu_runtime.h>
+#include <ctrainer/trainer/runtime/cpu_runtime.h>
 
 #include "bench_report.h"
 

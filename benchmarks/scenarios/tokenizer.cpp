@@ -11,6 +11,7 @@
 
 #include <ctrainer/examples/glue/glue_features.h>
 #include <ctrainer/examples/glue/glue_reader.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
 #include "bench_report.h"
 

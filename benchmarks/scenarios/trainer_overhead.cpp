@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <torch/optim/optimizer.h>
 
+#include <ctrainer/core/grad_clip.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/models/simple/transformer_classifier.h>
-#include <ctrainer/trainer/core/grad_clip.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 #include <ctrainer/trainer/trainer.h>
@@ -168,7 +168,8 @@ BenchResult run_trainer_overhead(const BenchOptions& options) {
   result.config["rounds"] = options.rounds;
   result.config["threads"] = 0;  // filled in after the first Trainer set the thread count
   result.config["optimizer"] =
-      "adamw_torch_fused, lr 1e-3, weight_decay 0.01, linear schedule, warmup_ratio 0.1, max_grad_norm "
+      "adamw_torch_fused, lr 1e-3, weight_decay 0.01, linear schedule, warmup_ratio 0.1, "
+      "max_grad_norm "
       "1.0";
   for (const auto& w : workloads(options.quick)) {
     const auto args = workload_args(w);

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/launcher/launch_options.h>
 #include <ctrainer/distributed/launcher/supervisor.h>
-#include <ctrainer/trainer/core/errors.h>
 
 int main(int argc, char** argv) {
   try {

@@ -8,8 +8,8 @@
 
 #include <boost/program_options.hpp>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/sagemaker_cluster.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::launcher {
 namespace {

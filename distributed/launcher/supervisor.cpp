@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/launcher/log_tail.h>
 #include <ctrainer/distributed/launcher/worker_environment.h>
 #include <ctrainer/distributed/launcher/worker_process.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::launcher {
 namespace {

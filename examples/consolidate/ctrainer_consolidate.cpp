@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <string>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/distributed/sharded_state.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
-#include <ctrainer/trainer/checkpoint/sharded_state.h>
-#include <ctrainer/trainer/core/errors.h>
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;

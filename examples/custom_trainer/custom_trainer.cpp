@@ -15,15 +15,15 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_dataset.h>
 #include <ctrainer/examples/glue/glue_metrics.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
-#include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/metrics_report.h>
-#include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/evaluation/metrics_report.h>
+#include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
 namespace {

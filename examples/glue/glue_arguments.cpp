@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_task.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace run_glue {
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <string>
 
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/args/argument_parser.h>
+#include <ctrainer/trainer/args/training_args.h>
 
 namespace run_glue {
 

@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <optional>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_dataset.h>
 #include <ctrainer/examples/glue/glue_reader.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 namespace run_glue {
 namespace {

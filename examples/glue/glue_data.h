@@ -5,8 +5,8 @@
 #include <vector>
 
 #include <ctrainer/examples/glue/glue_task.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/data/text/tokenized_dataset.h>
-#include <ctrainer/trainer/training_args.h>
 
 #include "glue_arguments.h"
 #include "glue_model.h"

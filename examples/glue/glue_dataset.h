@@ -9,7 +9,7 @@
 
 #include <ctrainer/examples/glue/glue_features.h>
 #include <ctrainer/examples/glue/glue_task.h>
-#include <ctrainer/models/bert/tokenizer.h>
+#include <ctrainer/models/tokenizers/tokenizer.h>
 #include <ctrainer/trainer/data/text/tokenized_dataset.h>
 
 namespace ctrainer::glue {
@@ -26,15 +26,13 @@ struct GlueDataset {
 };
 
 /// The cache key of a split: cache format version, task, split, the TSV's content hash and
-/// size, the vocabulary's hash and size, the tokenizer options (do_lower_case, strip_accents,
-/// tokenize_chinese_chars, never_split) and the encoding (max_seq_length, padding, truncation).
-/// Thread count is not part of it: it does not change the result.
+/// size, the tokenizer's fingerprint (for WordPiece: the vocabulary's hash and size, revision,
+/// do_lower_case, strip_accents, tokenize_chinese_chars, never_split) and the encoding
+/// (max_seq_length, padding, truncation). Thread count is not part of it: it does not change the
+/// result.
 nlohmann::json glue_cache_key(const GlueTask& task, const std::string& split,
-                              const std::string& tsv_path, const BertTokenizer& tokenizer,
+                              const std::string& tsv_path, const Tokenizer& tokenizer,
                               const TokenizeOptions& options);
-
-/// Hash of the vocabulary's tokens in id order.
-uint64_t vocab_hash(const Vocab& vocab);
 
 /// Split `split` of `task` from `<task_dir>/<split>.tsv`, tokenized with `tokenizer`. With a
 /// `cache_dir`, loads `<cache_dir>/<task>-<split>-<key hash>.bin` when it matches the key, and
@@ -42,7 +40,7 @@ uint64_t vocab_hash(const Vocab& vocab);
 /// and rebuilt; a cache that cannot be written is a warning, never an error). Read and tokenize
 /// errors are ArgumentErrors naming file:line (see read_glue_tsv, tokenize_split).
 GlueDataset load_glue_dataset(const GlueTask& task, const std::string& task_dir,
-                              const std::string& split, const BertTokenizer& tokenizer,
+                              const std::string& split, const Tokenizer& tokenizer,
                               const TokenizeOptions& options,
                               const std::optional<std::string>& cache_dir = std::nullopt);
 
@@ -50,7 +48,7 @@ GlueDataset load_glue_dataset(const GlueTask& task, const std::string& task_dir,
 /// `split` of `task` (which decides the columns and whether it has labels). `rebuild` ignores an
 /// existing cache file and writes a fresh one (run_glue's --overwrite_cache).
 GlueDataset load_glue_dataset_file(const GlueTask& task, const std::string& tsv_path,
-                                   const std::string& split, const BertTokenizer& tokenizer,
+                                   const std::string& split, const Tokenizer& tokenizer,
                                    const TokenizeOptions& options,
                                    const std::optional<std::string>& cache_dir = std::nullopt,
                                    bool rebuild = false);

@@ -5,7 +5,7 @@
 #include <exception>
 #include <thread>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer::glue {
 namespace {
@@ -18,8 +18,8 @@ struct ChunkResult {
   std::exception_ptr error;
 };
 
-void tokenize_chunk(const GlueSplit& split, const BertTokenizer& tokenizer,
-                    const EncodeOptions& encode, int64_t begin, int64_t end, ChunkResult& out) {
+void tokenize_chunk(const GlueSplit& split, const Tokenizer& tokenizer, const EncodeOptions& encode,
+                    int64_t begin, int64_t end, ChunkResult& out) {
   for (int64_t i = begin; i < end; ++i) {
     const GlueExample& ex = split.examples[static_cast<size_t>(i)];
     Encoding enc;
@@ -45,8 +45,7 @@ EncodeOptions encode_options(const TokenizeOptions& options) {
   return encode;
 }
 
-std::shared_ptr<TokenizedDataset> tokenize_split(const GlueSplit& split,
-                                                 const BertTokenizer& tokenizer,
+std::shared_ptr<TokenizedDataset> tokenize_split(const GlueSplit& split, const Tokenizer& tokenizer,
                                                  const TokenizeOptions& options) {
   if (options.max_seq_length < 2)
     throw ArgumentError("--max_seq_length must be >= 2 to hold [CLS] and [SEP], got " +

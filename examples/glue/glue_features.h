@@ -1,11 +1,11 @@
 #pragma once
-/// \file Tokenizing a GLUE split with a BertTokenizer (run_glue's preprocess_function), on all
+/// \file Tokenizing a GLUE split with a Tokenizer (run_glue's preprocess_function), on all
 /// cores, with a result independent of the thread count.
 #include <cstdint>
 #include <memory>
 
 #include <ctrainer/examples/glue/glue_reader.h>
-#include <ctrainer/models/bert/tokenizer.h>
+#include <ctrainer/models/tokenizers/tokenizer.h>
 #include <ctrainer/trainer/data/text/tokenized_dataset.h>
 
 namespace ctrainer::glue {
@@ -31,8 +31,7 @@ EncodeOptions encode_options(const TokenizeOptions& options);
 /// contiguous chunks and the chunks are joined in order, so the result does not depend on the
 /// thread count. Throws ArgumentError naming `source:line` for text the tokenizer rejects
 /// (invalid UTF-8), and for max_seq_length < 2 (no room for [CLS] and [SEP]).
-std::shared_ptr<TokenizedDataset> tokenize_split(const GlueSplit& split,
-                                                 const BertTokenizer& tokenizer,
+std::shared_ptr<TokenizedDataset> tokenize_split(const GlueSplit& split, const Tokenizer& tokenizer,
                                                  const TokenizeOptions& options);
 
 }  // namespace ctrainer::glue

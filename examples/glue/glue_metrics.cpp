@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/metrics/classification_metrics.h>
 #include <ctrainer/trainer/metrics/correlation_metrics.h>
 

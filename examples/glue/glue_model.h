@@ -1,14 +1,16 @@
 #pragma once
-// The model and tokenizer of a run_glue run: a pretrained folder (config.json, model.safetensors,
-// vocab.txt) or a new model from --config_name + --tokenizer_name; and saving them back in the
-// same layout so that the output folder is a valid --model_name_or_path.
+// The model and tokenizer of a run_glue run, through the registries (AutoConfig, AutoModel for
+// sequence classification, AutoTokenizer): a pretrained folder (config.json, model.safetensors,
+// tokenizer files) or a new model from --config_name + --tokenizer_name; and saving them back in
+// the same layout so that the output folder is a valid --model_name_or_path.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <ctrainer/examples/glue/glue_task.h>
-#include <ctrainer/models/bert/bert_for_sequence_classification.h>
-#include <ctrainer/models/bert/tokenizer.h>
+#include <ctrainer/models/model.h>
+#include <ctrainer/models/model_config.h>
+#include <ctrainer/models/tokenizers/tokenizer.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "glue_arguments.h"
@@ -16,11 +18,10 @@
 namespace run_glue {
 
 struct ModelBundle {
-  std::shared_ptr<ctrainer::BertForSequenceClassification> model;
-  std::shared_ptr<ctrainer::BertTokenizer> tokenizer;
-  /// The vocabulary file the tokenizer was built from (copied into the output folder).
-  std::string vocab_path;
-  bool do_lower_case = true;
+  std::shared_ptr<ctrainer::Model> model;
+  /// The model's config (num_labels and label names set from the task).
+  std::shared_ptr<const ctrainer::ModelConfig> config;
+  std::shared_ptr<ctrainer::Tokenizer> tokenizer;
   /// Class id of the model for each class id of the task's labels (HF run_glue's label_to_id:
   /// a model trained with named labels in another order keeps its order). Identity when empty.
   std::vector<int64_t> task_to_model_label;
@@ -31,8 +32,8 @@ struct ModelBundle {
 ModelBundle load_model_and_tokenizer(const ModelArguments& model_args,
                                      const ctrainer::glue::GlueTask& task);
 
-/// HF trainer.save_model() + tokenizer.save_pretrained(): config.json, model.safetensors,
-/// vocab.txt and tokenizer_config.json in `dir` (main process only).
+/// HF trainer.save_model() + tokenizer.save_pretrained(): config.json, model.safetensors and
+/// the tokenizer's files (vocab.txt, tokenizer_config.json for WordPiece) in `dir`.
 void save_final_model(ctrainer::Trainer& trainer, const ModelBundle& bundle,
                       const std::string& dir);
 

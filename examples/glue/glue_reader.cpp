@@ -5,17 +5,12 @@
 #include <cmath>
 #include <filesystem>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 #include <ctrainer/examples/glue/tsv_file.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::glue {
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
 
 /// Where each needed field sits in a row, resolved from the header once.
 struct ColumnLayout {

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 
 namespace ctrainer::glue {
 namespace {
@@ -94,13 +95,6 @@ std::vector<GlueTask> make_tasks() {
        .eval_splits = dev,
        .test_splits = test},
   };
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 }  // namespace

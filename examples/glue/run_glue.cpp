@@ -15,21 +15,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/examples/glue/glue_metrics.h>
 #include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
-#include <ctrainer/models/bert/bert_for_sequence_classification.h>
-#include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/models/pretrained_weights.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/logging.h>
-#include <ctrainer/trainer/metrics_report.h>
-#include <ctrainer/trainer/output_dir.h>
+#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/plot/training_curves.h>
-#include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/runtime/logging.h>
+#include <ctrainer/trainer/runtime/output_dir.h>
+#include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "glue_arguments.h"
@@ -95,18 +92,18 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
 
   ModelBundle bundle = load_model_and_tokenizer(glue_args.model, task);
   // Found here rather than as an index error in the first forward (HF's run_glue fails there).
-  if (const int64_t positions = bundle.model->bert_config().max_position_embeddings;
-      glue_args.data.max_seq_length > positions)
+  if (const std::optional<int64_t> limit = bundle.config->max_positions();
+      limit && glue_args.data.max_seq_length > *limit)
     throw ctrainer::ArgumentError(
         "--max_seq_length " + std::to_string(glue_args.data.max_seq_length) +
-        " exceeds the model's max_position_embeddings " + std::to_string(positions) +
-        " (its config.json): use --max_seq_length " + std::to_string(positions) + " or less");
+        " exceeds the model's max_position_embeddings " + std::to_string(*limit) +
+        " (its config.json): use --max_seq_length " + std::to_string(*limit) + " or less");
   GlueDatasets data = load_glue_datasets(glue_args.data, args, task, bundle);
 
   std::shared_ptr<ctrainer::DataCollator> collator;
   if (!glue_args.data.pad_to_max_length)
     collator = std::make_shared<ctrainer::DataCollatorWithPadding>(
-        ctrainer::PaddingCollatorOptions{.pad_token_id = bundle.tokenizer->pad_token_id()});
+        ctrainer::PaddingCollatorOptions{.pad_token_id = bundle.tokenizer->pad_id()});
   auto compute_metrics = [&task](const ctrainer::EvalPrediction& p) -> Metrics {
     return ctrainer::metrics::glue_metrics(task.name, p.predictions, p.label_ids);
   };

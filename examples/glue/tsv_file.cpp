@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer::glue {
 

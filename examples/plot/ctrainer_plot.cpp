@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/plot/training_curves.h>
 
 namespace {

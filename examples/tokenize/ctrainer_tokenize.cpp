@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
 namespace {
 

@@ -12,12 +12,12 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/logging.h>
-#include <ctrainer/trainer/metrics_report.h>
-#include <ctrainer/trainer/output_dir.h>
+#include <ctrainer/trainer/args/argument_parser.h>
+#include <ctrainer/trainer/evaluation/metrics_report.h>
+#include <ctrainer/trainer/runtime/logging.h>
+#include <ctrainer/trainer/runtime/output_dir.h>
 #include <ctrainer/trainer/trainer.h>
 
 namespace {

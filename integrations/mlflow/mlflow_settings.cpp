@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/mlflow/python_str.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::mlflow {
 namespace {

@@ -6,7 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 
 extern char** environ;  // POSIX: the process's environment, NAME=value
 
@@ -23,18 +24,6 @@ std::optional<std::string> lookup(const EnvironmentMap& environment, const std::
   const auto it = environment.find(name);
   if (it == environment.end() || it->second.empty()) return std::nullopt;
   return it->second;
-}
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-std::string upper(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return text;
 }
 
 /// A typed JSON value as command-line tokens (SM_HPS values).

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <set>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 
 namespace ctrainer {
 namespace {

@@ -1,6 +1,6 @@
 #include <ctrainer/models/bert/bert_embeddings.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 

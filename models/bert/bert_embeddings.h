@@ -6,9 +6,9 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <ctrainer/core/forward_hooks.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/dropout.h>
-#include <ctrainer/trainer/core/forward_hooks.h>
 
 namespace ctrainer {
 

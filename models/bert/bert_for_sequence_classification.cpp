@@ -7,7 +7,7 @@
 
 #include <torch/nn/functional/loss.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

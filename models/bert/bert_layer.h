@@ -7,10 +7,10 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <ctrainer/core/forward_hooks.h>
 #include <ctrainer/models/bert/bert_attention.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/dropout.h>
-#include <ctrainer/trainer/core/forward_hooks.h>
 
 namespace ctrainer {
 

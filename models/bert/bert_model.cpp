@@ -7,7 +7,7 @@
 #include <c10/util/Half.h>
 #include <torch/nn/modules/normalization.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -17,11 +17,11 @@
 
 #include <torch/optim/sgd.h>
 
+#include <ctrainer/core/grad_clip.h>
 #include <ctrainer/distributed/ddp_strategy.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/core/grad_clip.h>
 
 #include "support/parameter_dump.h"
 

@@ -1,5 +1,5 @@
 // A program killed, or its disk failing, in the middle of writing a checkpoint (issue 19,
-// item 3), through the real binary and CTRAINER_TEST_WRITE_FAULT (trainer/core/write_faults.h):
+// item 3), through the real binary and CTRAINER_TEST_WRITE_FAULT (core/write_faults.h):
 // - SIGKILL just before each of several files of the step-20 save: checkpoint-10 stays
 //   complete, the temporary folder of the killed save is what is left, and the same command run
 //   again resumes from checkpoint-10, removes the stale folder at its next save and ends with

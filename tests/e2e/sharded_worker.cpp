@@ -37,10 +37,10 @@
 #include <ctrainer/distributed/ddp_strategy.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
+#include <ctrainer/distributed/sharded_state.h>
 #include <ctrainer/distributed/sharded_strategy.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
-#include <ctrainer/trainer/checkpoint/sharded_state.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 
 #include "support/parameter_dump.h"

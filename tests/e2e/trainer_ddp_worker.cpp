@@ -24,10 +24,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/utils.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/parameter_dump.h"

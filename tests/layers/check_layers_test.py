@@ -41,18 +41,25 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_downward_and_sideways_includes_pass(self):
         files = {
-            "trainer/core/errors.h": "#include <string>\n",
-            "trainer/core/logging.h": "#include <ctrainer/trainer/core/errors.h>\n",
-            "integrations/safetensors.h": "#include <ctrainer/trainer/core/errors.h>\n",
+            "core/errors.h": "#include <string>\n",
+            "core/logging.h": "#include <ctrainer/core/errors.h>\n",
+            "integrations/safetensors.h": "#include <ctrainer/core/errors.h>\n",
             "models/bert/bert.h": "#include <ctrainer/integrations/safetensors.h>\n"
-                                  '#include "bert_config.h"\n',
-            "models/bert/bert_config.h": "#include <torch/torch.h>\n",
-            "distributed/ddp.h": "#include <ctrainer/trainer/core/logging.h>\n",
+                                  '#include "bert_config.h"\n'
+                                  '#include "../model.h"\n'
+                                  "#include <ctrainer/models/bert/../model.h>\n",
+            "models/bert/bert_config.h": "#include <torch/torch.h>\n#include_next <limits.h>\n",
+            "models/model.h": '#include "ctrainer/core/errors.h"\n',
+            "models/bert/bert_impl.inl": "#include <ctrainer/core/logging.h>\n",
+            "distributed/ddp.h": "#include <ctrainer/core/logging.h>\n",
             "trainer/trainer.h": "#include <ctrainer/distributed/ddp.h>\n"
                                  "#include <ctrainer/models/bert/bert.h>\n",
             "examples/run/run.cpp": "#include <ctrainer/trainer/trainer.h>\n",
             "benchmarks/bench.cpp": '#include "../examples/run/run.cpp"\n',
             "tests/anything_test.cpp": "#include <ctrainer/benchmarks/bench.cpp>\n",
+            "fuzz/anything_fuzzer.cpp": "#include <ctrainer/examples/run/run.cpp>\n",
+            "scripts/tool.py": "print()\n",
+            "build-fuzz/include/x.cpp": "#include <ctrainer/trainer/trainer.h>\n",
         }
         with FakeTree(files) as root:
             result = run_checker(root)
@@ -62,9 +69,9 @@ class CheckLayersTest(unittest.TestCase):
     def test_each_upward_include_is_reported_with_file_and_line(self):
         cases = {
             # the basics include nothing above them
-            "trainer/core/batch.h": ("\n#include <ctrainer/trainer/training_args.h>\n",
-                                     "trainer/core/batch.h:2: includes ctrainer/trainer/"
-                                     "training_args.h (trainer)"),
+            "core/batch.h": ("\n#include <ctrainer/trainer/args/training_args.h>\n",
+                             "core/batch.h:2: includes ctrainer/trainer/args/training_args.h "
+                             "(trainer)"),
             # a strategy sees modules, not models/
             "distributed/strategy.h": ("#include <ctrainer/models/model.h>\n",
                                        "distributed/strategy.h:1: includes ctrainer/models/"
@@ -79,9 +86,38 @@ class CheckLayersTest(unittest.TestCase):
                                     "trainer/trainer.cpp:1: includes ctrainer/examples/"
                                     "run_glue/glue.h (examples)"),
             # a quoted include is resolved next to the including file
-            "trainer/core/grad_clip.cpp": ('#include "../device.h"\n',
-                                           "trainer/core/grad_clip.cpp:1: includes ../device.h "
-                                           "(trainer)"),
+            "core/grad_clip.cpp": ('#include "../trainer/device.h"\n',
+                                   "core/grad_clip.cpp:1: includes ../trainer/device.h "
+                                   "(trainer)"),
+            # the five spellings that passed the first version of the check:
+            # 1. `..` inside an angle include climbs out of an allowed folder
+            "models/bert/bert.h": ("#include <ctrainer/models/../trainer/trainer.h>\n",
+                                   "models/bert/bert.h:1: includes ctrainer/models/../trainer/"
+                                   "trainer.h (trainer)"),
+            # 2. a quoted ctrainer/ path, found through the include directory
+            "integrations/tb.cpp": ('#include "ctrainer/trainer/trainer_state.h"\n',
+                                    "integrations/tb.cpp:1: includes ctrainer/trainer/"
+                                    "trainer_state.h (trainer)"),
+            # 3. header-like files with other suffixes
+            "models/bert/bert_impl.ipp": ("#include <ctrainer/trainer/trainer.h>\n",
+                                          "models/bert/bert_impl.ipp:1: includes ctrainer/"
+                                          "trainer/trainer.h (trainer)"),
+            "distributed/ring.inl": ("#include <ctrainer/trainer/trainer.h>\n",
+                                     "distributed/ring.inl:1: includes"),
+            "core/json.tpp": ("#include <ctrainer/models/model.h>\n", "core/json.tpp:1: includes"),
+            "integrations/x.hh": ("#include <ctrainer/models/model.h>\n",
+                                  "integrations/x.hh:1: includes"),
+            # 4. #include_next (and #import)
+            "core/compat.h": ("#include_next <ctrainer/trainer/trainer.h>\n",
+                              "core/compat.h:1: includes ctrainer/trainer/trainer.h (trainer)"),
+            "core/compat2.h": ("#import <ctrainer/trainer/trainer.h>\n",
+                               "core/compat2.h:1: includes ctrainer/trainer/trainer.h (trainer)"),
+            # 5. a new top-level folder is no hiding place
+            "plugins/hook.cpp": ("#include <ctrainer/trainer/trainer.h>\n",
+                                 "plugins/: a top-level folder with C++ sources that is no layer"),
+            # and a computed include cannot be checked at all
+            "models/gen.h": ("#include MODEL_HEADER\n",
+                             "models/gen.h:1: #include MODEL_HEADER names no file literally"),
         }
         for name, (text, expected) in cases.items():
             with self.subTest(name=name):

@@ -18,11 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/pretrained_weights.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 
 namespace {
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/deepspeed_config.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer::testing {
 

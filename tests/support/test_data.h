@@ -9,9 +9,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/callbacks/trainer_callback.h>
 #include <ctrainer/trainer/data/dataset.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer::testing {
 

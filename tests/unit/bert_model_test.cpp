@@ -16,9 +16,9 @@
 #include <torch/csrc/autograd/function.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/torch_compat.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/pretrained_weights.h>
-#include <ctrainer/trainer/core/torch_compat.h>
 
 #include "support/expect_error.h"
 #include "support/test_data.h"
@@ -636,9 +636,9 @@ TEST_F(BertModelTest, EncoderWithALastLayerQueryLengthGivesTheLeadingRows) {
     ASSERT_EQ(leading.sizes(), (std::vector<int64_t>{full.size(0), rows, full.size(2)}));
     expect_close(leading, full.narrow(1, 0, rows), 1e-6);
   }
-  testing::expect_error([&] { BertModel(model->bert->config(), false)->pooled_output(
-                                  batch.at("input_ids")); },
-                        {"pooled_output", "pooling layer"});
+  testing::expect_error(
+      [&] { BertModel(model->bert->config(), false)->pooled_output(batch.at("input_ids")); },
+      {"pooled_output", "pooling layer"});
 }
 
 TEST_F(BertModelTest, GradientCheckpointingIsOffInEvalAndUnsupportedModelsRefuseIt) {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include <ctrainer/models/bert/tokenizer.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
 namespace {
 
@@ -226,8 +226,8 @@ TEST(BertTokenizerUncased, Accents) {
 // (tokenizers 0.23) on the uncased vocabulary.
 TEST(BertTokenizerUncased, CapitalSigmaLowerCasesWithoutFinalForm) {
   EXPECT_EQ(uncased().tokenize("\u039F\u0394\u039F\u03A3 \u03A3\u039F\u03A6\u0399\u0391"),
-            (Tokens{"\u03BF", "##\u03B4", "##\u03BF", "##\u03C3", "\u03C3", "##\u03BF",
-                    "##\u03C6", "##\u03B9\u03B1"}));
+            (Tokens{"\u03BF", "##\u03B4", "##\u03BF", "##\u03C3", "\u03C3", "##\u03BF", "##\u03C6",
+                    "##\u03B9\u03B1"}));
   // "ΣΑΣ ΟΔΥΣΣΕΥΣ σας": a final small sigma written as such stays U+03C2.
   EXPECT_EQ(uncased().tokenize_to_ids("\u03A3\u0391\u03A3 \u039F\u0394\u03A5\u03A3\u03A3"
                                       "\u0395\u03A5\u03A3 \u03C3\u03B1\u03C2"),

@@ -7,7 +7,7 @@
 
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/expect_error.h"
@@ -99,6 +99,13 @@ TEST(BertTrainer, Bf16AutocastEndsCloseToFp32) {
   // The weights themselves stay fp32 (master weights): only the compute is bf16.
   for (const auto& [name, value] : bf16.parameters)
     EXPECT_EQ(value.scalar_type(), at::kFloat) << name;
+  // And the compute really was bf16: with the same seed and data, an --bf16 that changed
+  // nothing would repeat the fp32 run bit for bit (as the gradient checkpointing test shows).
+  EXPECT_NE(bf16.train_loss, fp32.train_loss);
+  int64_t differing = 0;
+  for (const auto& [name, value] : fp32.parameters)
+    differing += at::equal(value, bf16.parameters.at(name)) ? 0 : 1;
+  EXPECT_GT(differing, 0) << "every parameter equals the fp32 run's: --bf16 did nothing";
 }
 
 TEST(BertTrainer, GradientCheckpointingOnAModelWithoutSupportIsRefused) {

@@ -2,9 +2,9 @@
 // EarlyStoppingCallback stops at the right step.
 #include <gtest/gtest.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/simple/linear_regression.h>
 #include <ctrainer/trainer/callbacks/early_stopping_callback.h>
-#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/test_data.h"
@@ -118,12 +118,15 @@ TEST(Callbacks, ContextHoldsTheTrainLoaderAndTheLatestEvalOrTestLoader) {
   trainer.predict(test);
   // HF: train_dataloader from the training loop on, eval_dataloader from evaluation_loop on
   // (predict() included), None before the first evaluation.
-  const std::vector<std::string> expected = {
-      "step_end train=4 eval=-",           "step_end train=4 eval=-",
-      "prediction_step train=4 eval=2 of 4", "prediction_step train=4 eval=2 of 4",
-      "evaluate train=4 eval=2 of 4",        "prediction_step train=4 eval=3 of 6",
-      "prediction_step train=4 eval=3 of 6", "prediction_step train=4 eval=3 of 6",
-      "predict train=4 eval=3 of 6"};
+  const std::vector<std::string> expected = {"step_end train=4 eval=-",
+                                             "step_end train=4 eval=-",
+                                             "prediction_step train=4 eval=2 of 4",
+                                             "prediction_step train=4 eval=2 of 4",
+                                             "evaluate train=4 eval=2 of 4",
+                                             "prediction_step train=4 eval=3 of 6",
+                                             "prediction_step train=4 eval=3 of 6",
+                                             "prediction_step train=4 eval=3 of 6",
+                                             "predict train=4 eval=3 of 6"};
   EXPECT_EQ(recorder->seen, expected);
 }
 

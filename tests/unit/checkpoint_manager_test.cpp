@@ -9,19 +9,19 @@
 
 #include <torch/optim/adamw.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_manager.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/data/sampler.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 #include <ctrainer/trainer/trainer_state.h>
-#include <ctrainer/trainer/training_args.h>
 
 #include "support/expect_error.h"
 #include "support/test_data.h"

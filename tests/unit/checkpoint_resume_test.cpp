@@ -10,12 +10,12 @@
 
 #include <torch/optim/adamw.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/callbacks/early_stopping_callback.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/test_data.h"
@@ -200,11 +200,25 @@ TEST(CheckpointResume, LayoutHasHfFilesAndFieldNames) {
                         "rng_state.json", "loop_state.json", "manifest.json"})
     EXPECT_TRUE(fs::exists(ckpt / f)) << f;
   auto state = nlohmann::json::parse(std::ifstream(ckpt / "trainer_state.json"));
-  for (const char* k : {"epoch", "global_step", "max_steps", "logging_steps", "eval_steps",
-                        "save_steps", "train_batch_size", "num_train_epochs", "total_flos",
-                        "log_history", "best_metric", "best_global_step", "best_model_checkpoint",
-                        "is_local_process_zero", "is_world_process_zero", "stateful_callbacks",
-                        "num_input_tokens_seen", "is_hyper_param_search", "trial_name",
+  for (const char* k : {"epoch",
+                        "global_step",
+                        "max_steps",
+                        "logging_steps",
+                        "eval_steps",
+                        "save_steps",
+                        "train_batch_size",
+                        "num_train_epochs",
+                        "total_flos",
+                        "log_history",
+                        "best_metric",
+                        "best_global_step",
+                        "best_model_checkpoint",
+                        "is_local_process_zero",
+                        "is_world_process_zero",
+                        "stateful_callbacks",
+                        "num_input_tokens_seen",
+                        "is_hyper_param_search",
+                        "trial_name",
                         "trial_params"})
     EXPECT_TRUE(state.contains(k)) << k;
   EXPECT_EQ(state.size(), 20u);  // exactly HF's TrainerState fields
@@ -394,6 +408,49 @@ TEST(CheckpointResume, RefusesWhatCannotResumeExactly) {
   a.resume_from_checkpoint = "latest";
   a.max_steps = 4;
   expect_error(a, "save_only_model");
+}
+
+// A state file that passes the manifest's check (its size and CRC recorded anew) but holds
+// garbage: the error names that file, and so the checkpoint, not the function that parsed it.
+TEST(CheckpointResume, AStateFileWithGarbageIsNamedInTheError) {
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"rng_state.json", {{"format_version", 1}, {"cpu", "not*base64"}}},
+      {"loop_state.json", {{"format_version", "one"}}},
+      {"scheduler.json", nlohmann::json::array()},
+      {"trainer_state.json", {{"global_step", "many"}}},
+      {"optimizer.json", {{"format_version", 1}}},
+  };
+  for (const auto& [name, garbage] : cases) {
+    SCOPED_TRACE(name);
+    const auto dir = testing::fresh_output_dir("garbage");
+    run(RunSetup{.max_steps = 2, .save_steps = 2}, dir, std::nullopt, std::nullopt);
+    const fs::path checkpoint = checkpoint_path(dir, 2);
+    const fs::path file = checkpoint / name;
+    std::ofstream(file, std::ios::trunc) << garbage.dump();
+    const fs::path manifest_file = checkpoint / "manifest.json";
+    auto manifest = nlohmann::json::parse(std::ifstream(manifest_file));
+    manifest["files"][name] = {{"size", fs::file_size(file)}, {"crc32", file_crc32(file)}};
+    std::ofstream(manifest_file, std::ios::trunc) << manifest.dump();
+    ASSERT_FALSE(verify_checkpoint(checkpoint).has_value()) << *verify_checkpoint(checkpoint);
+
+    auto args = args_for(RunSetup{.max_steps = 4}, dir);
+    args.eval_strategy = IntervalStrategy::kNo;
+    args.resume_from_checkpoint = checkpoint.string();
+    auto data = testing::make_blobs_dataset(22, 5, 4);
+    Trainer trainer(std::make_shared<MLPClassifier>(5, 16, 2, 0.3, 2), args,
+                    {.train_dataset = data});
+    try {
+      trainer.train();
+      ADD_FAILURE() << "resumed from a checkpoint whose " << name << " holds garbage";
+    } catch (const ArgumentError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(checkpoint.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(name), std::string::npos) << what;
+      EXPECT_EQ(what.find("_from_json"), std::string::npos) << what;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not an ArgumentError: " << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 
 #include <ATen/Parallel.h>
 
-#include <ctrainer/trainer/cpu_runtime.h>
+#include <ctrainer/trainer/runtime/cpu_runtime.h>
 
 namespace ctrainer {
 namespace {

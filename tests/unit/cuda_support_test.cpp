@@ -14,11 +14,11 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/distributed/process_group.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/device.h>
-#include <ctrainer/trainer/seed.h>
+#include <ctrainer/trainer/runtime/device.h>
+#include <ctrainer/trainer/runtime/seed.h>
 
 #include "support/process.h"
 

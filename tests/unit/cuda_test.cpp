@@ -9,15 +9,15 @@
 
 #include <torch/cuda.h>
 
+#include <ctrainer/core/batch.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/core/batch.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/device.h>
 #include <ctrainer/trainer/precision/autocast_scope.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 #include <ctrainer/trainer/precision/precision.h>
+#include <ctrainer/trainer/runtime/device.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/process.h"

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/data/batch_stream.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 

@@ -4,9 +4,9 @@
 #include <numeric>
 #include <set>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/data/data_loader.h>
-#include <ctrainer/trainer/tensor_concat.h>
+#include <ctrainer/trainer/evaluation/tensor_concat.h>
 
 namespace ctrainer {
 namespace {

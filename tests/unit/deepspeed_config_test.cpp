@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctrainer/core/json_config.h>
 #include <ctrainer/integrations/deepspeed_config.h>
-#include <ctrainer/trainer/core/json_config.h>
 
 #include "support/expect_error.h"
 

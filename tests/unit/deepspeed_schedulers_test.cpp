@@ -14,7 +14,7 @@
 #include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/optim/deepspeed_schedulers.h>
 
 namespace ctrainer {

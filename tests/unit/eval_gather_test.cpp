@@ -9,7 +9,7 @@
 
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
-#include <ctrainer/trainer/eval_gather.h>
+#include <ctrainer/trainer/evaluation/eval_gather.h>
 
 namespace ctrainer {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_metrics.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::metrics {
 namespace {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <map>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_reader.h>
 #include <ctrainer/examples/glue/tsv_file.h>
-#include <ctrainer/trainer/core/errors.h>
 
 #include "support/expect_error.h"
 #include "support/test_data.h"

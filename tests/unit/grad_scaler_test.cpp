@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/torch_compat.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/torch_compat.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 
 #include "support/expect_error.h"

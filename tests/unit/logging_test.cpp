@@ -8,10 +8,10 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/process_info.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/logging.h>
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/args/training_args.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
 namespace {

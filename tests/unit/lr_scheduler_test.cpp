@@ -13,9 +13,9 @@
 #include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
 namespace {

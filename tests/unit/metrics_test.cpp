@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/metrics/classification_metrics.h>
 #include <ctrainer/trainer/metrics/correlation_metrics.h>
 

@@ -21,10 +21,10 @@
 #include <nlohmann/json.hpp>
 #include "support/expect_error.h"
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
 namespace {

@@ -12,10 +12,10 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/grad_clip.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/grad_clip.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/optim/optimizer_factory.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
 namespace {

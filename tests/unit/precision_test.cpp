@@ -12,11 +12,11 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/simple/linear_regression.h>
 #include <ctrainer/models/simple/transformer_classifier.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
-#include <ctrainer/trainer/core/errors.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/precision/autocast_scope.h>
 #include <ctrainer/trainer/precision/precision.h>

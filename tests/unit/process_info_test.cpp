@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/launcher_error_file.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

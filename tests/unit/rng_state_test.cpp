@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include "support/expect_error.h"
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/checkpoint/rng_state.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

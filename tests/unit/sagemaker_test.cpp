@@ -14,7 +14,7 @@
 #include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/examples/glue/glue_arguments.h>
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
-#include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 
 #include "support/expect_error.h"
 #include "support/parse_args.h"

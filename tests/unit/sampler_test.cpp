@@ -6,7 +6,7 @@
 #include <numeric>
 #include <set>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
 #include <ctrainer/trainer/data/length_grouped_sampler.h>
 #include <ctrainer/trainer/data/train_sampler.h>

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
-#include <ctrainer/trainer/core/json_file.h>
-#include <ctrainer/trainer/step_profiler.h>
+#include <ctrainer/trainer/runtime/step_profiler.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/test_data.h"
@@ -22,8 +22,7 @@ namespace {
 using std::chrono::milliseconds;
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The phases, communication and "other" are one partition of the step's wall time.
@@ -49,7 +48,8 @@ TEST(StepProfiler, DisabledMeasuresNothing) {
 TEST(StepProfiler, TimesStepsTwoToNPlusOneAndSubtractsCommunication) {
   double communication = 0;  // a fake collective_wait_seconds()
   int synchronized = 0;
-  StepProfiler profiler(2, [&] { ++synchronized; }, [&] { return communication; });
+  StepProfiler profiler(
+      2, [&] { ++synchronized; }, [&] { return communication; });
   const double before_first_step = unix_now();
   std::vector<bool> ended;
   for (int64_t step = 1; step <= 5; ++step) {

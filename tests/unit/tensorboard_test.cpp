@@ -7,7 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/tensorboard/event_file_writer.h>
 #include <ctrainer/integrations/tensorboard/protobuf_encoder.h>
 #include <ctrainer/trainer/callbacks/report_to.h>
@@ -137,9 +141,19 @@ TEST(TensorBoardCallbackTest, AnUnwritableFolderIsReportedAndNeverStopsTraining)
   CallbackContext context;
   context.logs = &logs;
   TensorBoardCallback callback;
+  std::ostringstream log;
+  logging::configure(0, spdlog::level::warn, std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
   EXPECT_NO_THROW(callback.on_train_begin(args, state, control, context));
   EXPECT_NO_THROW(callback.on_log(args, state, control, context));
+  logging::logger()->flush();
+  logging::configure(0, logging::get_verbosity());  // back to stderr for the other tests
   EXPECT_TRUE(callback.event_file().empty());
+  // Reported once, as a warning naming the integration, the folder and what stops.
+  const std::string text = log.str();
+  EXPECT_NE(text.find("[warning] --report_to tensorboard: "), std::string::npos) << text;
+  EXPECT_NE(text.find((blocker / "tb").string()), std::string::npos) << text;
+  EXPECT_NE(text.find("no longer reporting to TensorBoard"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no longer reporting"), text.rfind("no longer reporting")) << text;
   fs::remove(blocker);
 }
 

@@ -6,9 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/examples/glue/glue_dataset.h>
 #include <ctrainer/examples/glue/glue_reader.h>
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 #include <ctrainer/trainer/data/padding_collator.h>
 #include <ctrainer/trainer/data/text/tokenized_cache.h>
 

@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/args/choices.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/args/training_args.h>
 
 #include "support/parse_args.h"
 
@@ -64,7 +64,8 @@ TEST(Choices, TablesHoldHuggingFacesNamesInHelpOrder) {
   using V = std::vector<std::string>;
   EXPECT_EQ(choice_names<IntervalStrategy>(), (V{"no", "steps", "epoch"}));
   EXPECT_EQ(choice_names<SaveStrategy>(), (V{"no", "steps", "epoch", "best"}));
-  EXPECT_EQ(choice_names<OptimizerName>(), (V{"adamw_torch_fused", "adamw_torch", "adamw_hf", "sgd"}));
+  EXPECT_EQ(choice_names<OptimizerName>(),
+            (V{"adamw_torch_fused", "adamw_torch", "adamw_hf", "sgd"}));
   EXPECT_EQ(choice_names<SchedulerType>(),
             (V{"linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
                "constant_with_warmup", "inverse_sqrt"}));
@@ -119,7 +120,8 @@ TEST(Choices, ValuesTransformersKnowAreNotSupportedYet) {
     return "";
   };
   EXPECT_EQ(message([] { parse_choice<OptimizerName>("adafactor", "optim"); }),
-            "not supported yet: --optim adafactor (available: adamw_torch_fused, adamw_torch, adamw_hf, sgd)");
+            "not supported yet: --optim adafactor (available: adamw_torch_fused, adamw_torch, "
+            "adamw_hf, sgd)");
   EXPECT_EQ(message([] { parse_choice<LogLevel>("detail", "log_level_replica"); }),
             "not supported yet: --log_level_replica detail (available: passive, debug, info, "
             "warning, error, critical)");
@@ -159,8 +161,10 @@ TEST(Choices, RegistryChoicesComeFromTheTables) {
   const std::string help = ArgumentParser("test").help();
   EXPECT_NE(help.find("--save_strategy {no,steps,epoch,best}  (default: steps)"),
             std::string::npos);
-  EXPECT_NE(help.find("--optim {adamw_torch_fused,adamw_torch,adamw_hf,sgd}  (default: adamw_torch_fused)"),
-            std::string::npos);
+  EXPECT_NE(
+      help.find(
+          "--optim {adamw_torch_fused,adamw_torch,adamw_hf,sgd}  (default: adamw_torch_fused)"),
+      std::string::npos);
   EXPECT_NE(help.find("--ddp_backend {gloo,nccl}  (default: None)"), std::string::npos);
 }
 

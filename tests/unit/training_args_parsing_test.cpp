@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
+#include <ctrainer/trainer/args/training_args.h>
 
 #include "support/parse_args.h"
 

@@ -15,18 +15,18 @@
 #include <set>
 #include <sstream>
 
+#include <ctrainer/core/confined_path.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
 #include <ctrainer/distributed/process_group.h>
 #include <ctrainer/distributed/process_info.h>
+#include <ctrainer/distributed/sharded_state.h>
 #include <ctrainer/distributed/store_listener.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_manager.h>
-#include <ctrainer/trainer/checkpoint/sharded_state.h>
-#include <ctrainer/trainer/core/confined_path.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 
 #include "support/process.h"
 #include "support/test_data.h"

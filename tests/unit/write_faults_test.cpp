@@ -16,10 +16,10 @@
 #include <map>
 #include <set>
 
+#include <ctrainer/core/json_file.h>
+#include <ctrainer/core/write_faults.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
-#include <ctrainer/trainer/core/json_file.h>
-#include <ctrainer/trainer/core/write_faults.h>
 #include <ctrainer/trainer/trainer.h>
 
 #include "support/test_data.h"

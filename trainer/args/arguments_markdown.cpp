@@ -4,7 +4,7 @@
 // `run_glue --help_markdown`.
 #include <string>
 
-#include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 
 namespace ctrainer {
 namespace {

@@ -17,7 +17,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 
 namespace ctrainer {
 
@@ -234,16 +235,6 @@ std::vector<std::string> choice_names() {
   return names;
 }
 
-namespace choices_detail {
-
-inline std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
-}
-
-}  // namespace choices_detail
-
 /// The values an error message offers for E: the choices, then kLater when the table lists it.
 template <ChoiceEnum E>
 std::string choices_text() {
@@ -251,7 +242,7 @@ std::string choices_text() {
   if constexpr (ChoiceTable<E>::kListLater) {
     for (std::string_view later : ChoiceTable<E>::kLater) names.emplace_back(later);
   }
-  return choices_detail::join(names);
+  return join(names);
 }
 
 /// The enum value spelled `name`, for flag `--<flag>`. Throws NotSupportedYet for a value that
@@ -265,9 +256,8 @@ E parse_choice(std::string_view name, std::string_view flag) {
   const std::string got(name);
   for (std::string_view later : Table::kLater) {
     if (later != name) continue;
-    const std::string hint = Table::kLaterHint.empty()
-                                 ? "available: " + choices_detail::join(choice_names<E>())
-                                 : std::string(Table::kLaterHint);
+    const std::string hint = Table::kLaterHint.empty() ? "available: " + join(choice_names<E>())
+                                                       : std::string(Table::kLaterHint);
     throw NotSupportedYet(flag_text + " " + got, hint);
   }
   throw ChoiceError("--" + flag_text + " must be one of " + choices_text<E>() + " (got '" + got +

@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/args/choices.h>
-#include <ctrainer/trainer/argument_parser.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer::args_detail {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/args/option_codec.h>
-#include <ctrainer/trainer/argument_parser.h>
 
 namespace ctrainer {
 namespace {

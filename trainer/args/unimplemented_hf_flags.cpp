@@ -2,7 +2,7 @@
 // parser gives and docs/arguments.md lists. tests/parity/arguments_vs_hf.py checks that this list
 // and the registry together cover every field of transformers.TrainingArguments, and that every
 // name here is one of its fields.
-#include <ctrainer/trainer/argument_parser.h>
+#include <ctrainer/trainer/args/argument_parser.h>
 
 namespace ctrainer {
 

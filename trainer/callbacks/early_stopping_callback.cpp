@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

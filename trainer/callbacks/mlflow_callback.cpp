@@ -6,11 +6,11 @@
 #include <array>
 #include <filesystem>
 
+#include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/mlflow/python_str.h>
 #include <ctrainer/integrations/mlflow/run_logger.h>
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/models/model.h>
-#include <ctrainer/trainer/core/logging.h>
 
 namespace ctrainer {
 namespace {

@@ -1,10 +1,10 @@
 #include <ctrainer/trainer/callbacks/report_to.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/mlflow/mlflow_settings.h>
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/trainer/callbacks/mlflow_callback.h>
 #include <ctrainer/trainer/callbacks/tensorboard_callback.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 

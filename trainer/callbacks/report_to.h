@@ -3,8 +3,8 @@
 #include <memory>
 #include <vector>
 
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/callbacks/trainer_callback.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
 

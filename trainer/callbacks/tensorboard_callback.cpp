@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <ctime>
 
+#include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/tensorboard/event_file_writer.h>
 #include <ctrainer/models/model.h>
-#include <ctrainer/trainer/core/logging.h>
 
 namespace ctrainer {
 namespace {

@@ -1,6 +1,6 @@
 #include <ctrainer/trainer/callbacks/trainer_callback.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 

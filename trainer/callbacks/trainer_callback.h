@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/trainer_state.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace torch::optim {
 class Optimizer;

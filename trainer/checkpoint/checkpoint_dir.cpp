@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/confined_path.h>
-#include <ctrainer/trainer/core/json_file.h>
+#include <ctrainer/core/confined_path.h>
+#include <ctrainer/core/json_file.h>
 
 namespace ctrainer {
 namespace fs = std::filesystem;

@@ -5,22 +5,21 @@
 
 #include <torch/optim/optimizer.h>
 
-#include <ctrainer/distributed/sharded_strategy.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
+#include <ctrainer/distributed/sharded_state.h>
 #include <ctrainer/distributed/strategy.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/model.h>
 #include <ctrainer/models/pretrained_weights.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
 #include <ctrainer/trainer/checkpoint/optimizer_state.h>
 #include <ctrainer/trainer/checkpoint/rng_state.h>
-#include <ctrainer/trainer/checkpoint/sharded_state.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_file.h>
 #include <ctrainer/trainer/data/sampler.h>
-#include <ctrainer/trainer/logging.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
 namespace fs = std::filesystem;
@@ -38,6 +37,29 @@ constexpr const char* kCheckpointFile = "checkpoint file";
 
 nlohmann::json read_checkpoint_json(const fs::path& path) {
   return read_json_file(path, kCheckpointFile);
+}
+
+/// `what`, led by the state file it is about unless it names that file and its checkpoint already.
+std::string in_state_file(const fs::path& file, const std::string& what) {
+  const bool named = what.find(file.string()) != std::string::npos ||
+                     (what.find(file.parent_path().string()) != std::string::npos &&
+                      what.find(file.filename().string()) != std::string::npos);
+  return named ? what : file.string() + ": " + what;
+}
+
+/// Reads state file `file` and hands it to `parse`. The JSON was read whole, so whatever the
+/// parser (which knows the JSON, not where it came from) refuses is the file's content: a bad
+/// input, rethrown as an ArgumentError (exit 2) naming the file, and with it the checkpoint.
+template <class Parse>
+decltype(auto) parse_state_file(const fs::path& file, Parse&& parse) {
+  const nlohmann::json json = read_checkpoint_json(file);
+  try {
+    return parse(json);
+  } catch (const nlohmann::json::exception& e) {  // a key of the wrong type, read unchecked
+    throw ArgumentError(in_state_file(file, e.what()));
+  } catch (const std::runtime_error& e) {  // ArgumentError included
+    throw ArgumentError(in_state_file(file, e.what()));
+  }
 }
 
 /// Resuming must continue the saved run exactly: every weight present, nothing extra.
@@ -95,7 +117,6 @@ fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerStat
   // Rank 0 writes the full weights (model.safetensors stays an HF model folder); ZeRO-3 gathers
   // them on every rank for that. Each rank's sharded optimizer state is its own file.
   FullParameters full(strategy_, *parts.model);
-  const auto* sharded = dynamic_cast<const ShardedStrategy*>(&strategy_);
   // Several processes: the others stage their RNG files next to the checkpoint, then process 0
   // alone writes the shared files, moves the staged ones in and commits the folder (a shared
   // file system, as HF assumes). Barriers keep every process out of the folder until it is
@@ -106,9 +127,7 @@ fs::path CheckpointManager::save(const CheckpointParts& parts, const TrainerStat
     if (!args_.save_only_model) {
       fs::create_directories(staging);
       write_json_file(staging / rng_file(process_.rank), rng_json);
-      // HYBRID_SHARD: the other nodes hold copies of node 0's shards.
-      if (sharded && sharded->replica_index() == 0)
-        save_sharded_state(*sharded, *parts.optimizer, staging, sharded->shard_rank());
+      strategy_.save_sharded_state(*parts.optimizer, staging);  // if it shards the state
     }
     strategy_.barrier();  // staged
     strategy_.barrier();  // committed by process 0
@@ -151,19 +170,14 @@ void CheckpointManager::write_shared_files(const fs::path& dir, const Checkpoint
   // The weights as a loadable HF model folder: model.safetensors + config.json.
   save_pretrained(*parts.model, dir.string());
   if (!args_.save_only_model) {
-    if (const auto* sharded = dynamic_cast<const ShardedStrategy*>(&strategy_)) {
-      save_sharded_state(*sharded, *parts.optimizer, dir, sharded->shard_rank());
-      for (int64_t rank = 1; rank < sharded->shard_world_size(); ++rank) {
-        for (const char* extension : {".safetensors", ".json"}) {
-          const fs::path name =
-              fs::path(kShardedStateFolder) / ("rank_" + std::to_string(rank) + extension);
-          if (!fs::exists(staging / name))
-            throw std::runtime_error("rank " + std::to_string(rank) + " did not stage " +
-                                     (staging / name).string() +
-                                     "; every rank must see the same --output_dir (a shared "
-                                     "file system)");
-          fs::rename(staging / name, dir / name);
-        }
+    if (strategy_.shards_optimizer_state()) {
+      strategy_.save_sharded_state(*parts.optimizer, dir);
+      for (const fs::path& name : strategy_.sharded_state_files_of_other_processes()) {
+        if (!fs::exists(staging / name))
+          throw std::runtime_error("a process did not stage " + (staging / name).string() +
+                                   "; every rank must see the same --output_dir (a shared "
+                                   "file system)");
+        fs::rename(staging / name, dir / name);
       }
     } else {
       OptimizerStateDict optimizer = optimizer_state_dict(*parts.optimizer);
@@ -240,11 +254,13 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
                         ": this checkpoint holds only the model (save_only_model); it can "
                         "initialise a new run but training cannot resume from it");
   LoadedCheckpoint loaded;
-  loaded.loop = LoopState::from_json(read_checkpoint_json(dir / kLoopStateFile), folder);
+  loaded.loop = parse_state_file(dir / kLoopStateFile, [&](const nlohmann::json& j) {
+    return LoopState::from_json(j, folder);
+  });
   loaded.loop.require_same_shape(shape, folder);
 
-  auto* sharded = dynamic_cast<ShardedStrategy*>(&strategy_);
-  if (sharded_checkpoint != (sharded != nullptr))
+  const bool sharded = strategy_.shards_optimizer_state();
+  if (sharded_checkpoint != sharded)
     throw ArgumentError(
         "--resume_from_checkpoint " + folder + ": the checkpoint was written by a " +
         (sharded_checkpoint ? "sharded (--fsdp / --deepspeed ZeRO)" : "DDP or one-process") +
@@ -253,25 +269,24 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
         "initialise any run as --model_name_or_path)");
   if (sharded) {
     // The masters carry the weights; any world size and stage can read them.
-    load_sharded_state(*sharded, *parts.optimizer, dir);
+    strategy_.load_sharded_state(*parts.optimizer, dir);
   } else {
     load_weights(*parts.model, dir);
     OptimizerStateDict optimizer;
     optimizer.tensors = load_safetensors((dir / kOptimizerTensors).string()).tensors;
-    optimizer.meta = read_checkpoint_json(dir / kOptimizerMeta);
-    load_optimizer_state_dict(*parts.optimizer, optimizer);
+    parse_state_file(dir / kOptimizerMeta, [&](const nlohmann::json& meta) {
+      optimizer.meta = meta;
+      load_optimizer_state_dict(*parts.optimizer, optimizer);
+    });
   }
-  parts.lr_scheduler->load_state_dict(read_checkpoint_json(dir / kSchedulerFile));
+  parse_state_file(dir / kSchedulerFile,
+                   [&](const nlohmann::json& j) { parts.lr_scheduler->load_state_dict(j); });
   // HF: the scaler state is loaded when this run scales the loss and the checkpoint has it.
   const bool has_scaler_state = fs::exists(dir / kScalerFile);
   if (GradScaler* scaler = parts.grad_scaler) {
     if (has_scaler_state) {
-      const nlohmann::json state = read_checkpoint_json(dir / kScalerFile);
-      try {
-        scaler->load_state_dict(state);
-      } catch (const std::runtime_error& e) {
-        throw std::runtime_error((dir / kScalerFile).string() + ": " + e.what());
-      }
+      parse_state_file(dir / kScalerFile,
+                       [&](const nlohmann::json& j) { scaler->load_state_dict(j); });
     } else {
       logging::logger()->warn(
           "{} has no {} (it was written without loss scaling); the loss scale starts afresh at {}",
@@ -281,7 +296,8 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
     logging::logger()->info("{}: {} ignored, this run does not scale the loss (no --fp16)", folder,
                             kScalerFile);
   }
-  loaded.state = TrainerState::from_json(read_checkpoint_json(dir / kTrainerStateFile));
+  loaded.state = parse_state_file(
+      dir / kTrainerStateFile, [](const nlohmann::json& j) { return TrainerState::from_json(j); });
   loaded.position = loaded.loop.resume_position(batches_per_epoch, args_.ignore_data_skip, folder);
   logging::logger()->info("Resuming from {}: global step {}, epoch {}, skipping {} batches", folder,
                           loaded.state.global_step, loaded.position.epoch,
@@ -303,7 +319,8 @@ void CheckpointManager::restore_rng(const fs::path& folder) const {
         folder.string(), file.filename().string());
     return;
   }
-  restore_rng_state(rng_state_from_json(read_checkpoint_json(file)));
+  parse_state_file(file,
+                   [](const nlohmann::json& j) { restore_rng_state(rng_state_from_json(j)); });
 }
 
 bool CheckpointManager::load_best_model(const TrainerState& state, Model& model) const {

@@ -1,6 +1,6 @@
 #include <ctrainer/trainer/checkpoint/loop_state.h>
 
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 #include <cstdint>
 #include <limits>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

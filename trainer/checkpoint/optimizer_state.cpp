@@ -16,24 +16,19 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/optimizer_kind.h>
 
 namespace ctrainer {
 namespace {
 
 using nlohmann::json;
-using torch::optim::Adam;
 using torch::optim::AdamOptions;
-using torch::optim::AdamParamState;
-using torch::optim::AdamW;
 using torch::optim::AdamWOptions;
-using torch::optim::AdamWParamState;
 using torch::optim::Optimizer;
 using torch::optim::OptimizerOptions;
 using torch::optim::OptimizerParamState;
-using torch::optim::SGD;
 using torch::optim::SGDOptions;
-using torch::optim::SGDParamState;
 
 constexpr const char* kLoad = "load_optimizer_state_dict: ";
 
@@ -59,24 +54,10 @@ StateKey state_key(const at::Tensor& param) {
   return make_state_key<StateKey>(param);
 }
 
-enum class Kind { kAdamW, kAdam, kSGD };
-
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::kAdamW:
-      return "AdamW";
-    case Kind::kAdam:
-      return "Adam";
-    case Kind::kSGD:
-      return "SGD";
-  }
-  return "?";
-}
+using Kind = OptimizerKind;
 
 Kind detect_kind(const Optimizer& optimizer, const char* caller) {
-  if (dynamic_cast<const AdamW*>(&optimizer) != nullptr) return Kind::kAdamW;
-  if (dynamic_cast<const Adam*>(&optimizer) != nullptr) return Kind::kAdam;
-  if (dynamic_cast<const SGD*>(&optimizer) != nullptr) return Kind::kSGD;
+  if (auto kind = optimizer_kind(optimizer)) return *kind;
   throw ArgumentError(std::string(caller) +
                       "unsupported optimizer type; supported: torch::optim::AdamW, Adam, SGD");
 }
@@ -102,7 +83,7 @@ const Options& options_as(const OptimizerOptions& options, Kind kind, size_t gro
   const auto* typed = dynamic_cast<const Options*>(&options);
   if (typed == nullptr) {
     throw ArgumentError("optimizer_state_dict: param group " + std::to_string(group) +
-                        " does not have " + kind_name(kind) + " options");
+                        " does not have " + optimizer_kind_name(kind) + " options");
   }
   return *typed;
 }
@@ -134,51 +115,25 @@ json options_json(const OptimizerOptions& options, Kind kind, size_t group) {
   return json::object();
 }
 
-// Records one defined state tensor under its "state.<g>.<i>.<field>" name.
-void put_tensor(OptimizerStateDict& out, json& names, size_t group, size_t index, const char* field,
-                const at::Tensor& tensor) {
-  if (!tensor.defined()) return;
-  out.tensors[tensor_name(group, index, field)] = tensor.detach();
-  names.push_back(field);
-}
-
-template <typename ParamState>
-json adam_state_json(const OptimizerParamState& base, OptimizerStateDict& out, size_t group,
-                     size_t index) {
-  const auto& s = static_cast<const ParamState&>(base);
-  json names = json::array();
-  put_tensor(out, names, group, index, "exp_avg", s.exp_avg());
-  put_tensor(out, names, group, index, "exp_avg_sq", s.exp_avg_sq());
-  put_tensor(out, names, group, index, "max_exp_avg_sq", s.max_exp_avg_sq());
-  return json{{"step", s.step()}, {"tensors", std::move(names)}};
-}
-
 json param_state_json(const OptimizerParamState& base, Kind kind, OptimizerStateDict& out,
                       size_t group, size_t index) {
   // The state's dynamic type is fixed by the optimizer's class; check it anyway, since a
-  // static_cast to the wrong type would read garbage.
-  bool ok = false;
-  switch (kind) {
-    case Kind::kAdamW:
-      ok = dynamic_cast<const AdamWParamState*>(&base) != nullptr;
-      if (ok) return adam_state_json<AdamWParamState>(base, out, group, index);
-      break;
-    case Kind::kAdam:
-      ok = dynamic_cast<const AdamParamState*>(&base) != nullptr;
-      if (ok) return adam_state_json<AdamParamState>(base, out, group, index);
-      break;
-    case Kind::kSGD: {
-      const auto* s = dynamic_cast<const SGDParamState*>(&base);
-      if (s != nullptr) {
-        json names = json::array();
-        put_tensor(out, names, group, index, "momentum_buffer", s->momentum_buffer());
-        return json{{"tensors", std::move(names)}};
-      }
-      break;
-    }
+  // state of another kind would be read as garbage.
+  const std::optional<ParamStateBuffers> state = param_state_buffers(base, kind);
+  if (!state)
+    throw ArgumentError("optimizer_state_dict: " + where_param(group, index) +
+                        " has state that is not " + optimizer_kind_name(kind) + " state");
+  json names = json::array();
+  // In the order the format has always listed them.
+  for (const char* field : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"}) {
+    auto it = state->buffers.find(field);
+    if (it == state->buffers.end()) continue;
+    out.tensors[tensor_name(group, index, field)] = it->second.detach();
+    names.push_back(field);
   }
-  throw ArgumentError("optimizer_state_dict: " + where_param(group, index) +
-                      " has state that is not " + kind_name(kind) + " state");
+  json entry = {{"tensors", std::move(names)}};
+  if (state->step) entry["step"] = *state->step;
+  return entry;
 }
 
 // ---- load: typed access to the meta JSON -----------------------------------------------------
@@ -270,12 +225,9 @@ std::unique_ptr<OptimizerOptions> restored_options(Kind kind, const OptimizerOpt
                                                    const json& j, const std::string& where) {
   // The target's own group options must already have the optimizer's type (always true for
   // groups added through the optimizer's constructor or add_param_group).
-  const bool typed = (kind == Kind::kAdamW && dynamic_cast<const AdamWOptions*>(&current)) ||
-                     (kind == Kind::kAdam && dynamic_cast<const AdamOptions*>(&current)) ||
-                     (kind == Kind::kSGD && dynamic_cast<const SGDOptions*>(&current));
-  if (!typed) {
+  if (optimizer_kind(current) != kind) {
     throw ArgumentError(std::string(kLoad) + "the optimizer's " + where + " does not have " +
-                        kind_name(kind) + " options");
+                        optimizer_kind_name(kind) + " options");
   }
   switch (kind) {
     case Kind::kAdamW:
@@ -356,22 +308,29 @@ class TensorReader {
   std::set<std::string> listed_;
 };
 
-template <typename ParamState>
-std::unique_ptr<OptimizerParamState> adam_state(const json& j, TensorReader& reader, bool amsgrad,
-                                                std::set<std::string>& consumed,
-                                                const std::string& where) {
-  auto s = std::make_unique<ParamState>();
-  const int64_t step = get_int(j, "step", where);
-  // torch adds 1 at every step (and computes beta^step in double): a count near 2^63 from a file
-  // would wrap to a negative step, which no later load accepts.
-  if (step < 0 || step > (int64_t{1} << 53)) ill_typed("step", where, "in [0, 2^53]", j.at("step"));
-  s->step(step);
-  s->exp_avg(reader.read("exp_avg", true, consumed));
-  s->exp_avg_sq(reader.read("exp_avg_sq", true, consumed));
-  // With amsgrad the step reads max_exp_avg_sq unconditionally, so it must be there.
-  s->max_exp_avg_sq(reader.read("max_exp_avg_sq", amsgrad, consumed));
+/// One parameter's saved state as `kind`'s state, every listed tensor read and checked.
+std::unique_ptr<OptimizerParamState> read_param_state(Kind kind, const json& j,
+                                                      TensorReader& reader, bool amsgrad,
+                                                      std::set<std::string>& consumed,
+                                                      const std::string& where) {
+  ParamStateBuffers saved;
+  if (kind == Kind::kSGD) {
+    saved.buffers["momentum_buffer"] = reader.read("momentum_buffer", true, consumed);
+  } else {
+    const int64_t step = get_int(j, "step", where);
+    // torch adds 1 at every step (and computes beta^step in double): a count near 2^63 from a
+    // file would wrap to a negative step, which no later load accepts.
+    if (step < 0 || step > (int64_t{1} << 53))
+      ill_typed("step", where, "in [0, 2^53]", j.at("step"));
+    saved.step = step;
+    saved.buffers["exp_avg"] = reader.read("exp_avg", true, consumed);
+    saved.buffers["exp_avg_sq"] = reader.read("exp_avg_sq", true, consumed);
+    // With amsgrad the step reads max_exp_avg_sq unconditionally, so it must be there.
+    if (at::Tensor max = reader.read("max_exp_avg_sq", amsgrad, consumed); max.defined())
+      saved.buffers["max_exp_avg_sq"] = max;
+  }
   reader.check_all_read();
-  return s;
+  return make_param_state(kind, saved);
 }
 
 bool group_amsgrad(Kind kind, const OptimizerOptions& options) {
@@ -404,7 +363,7 @@ OptimizerStateDict optimizer_state_dict(const torch::optim::Optimizer& optimizer
         json{{"options", options_json(group.options(), kind, g)}, {"params", std::move(params)}});
   }
   out.meta = json{{"format_version", kOptimizerStateFormatVersion},
-                  {"optimizer", kind_name(kind)},
+                  {"optimizer", optimizer_kind_name(kind)},
                   {"param_groups", std::move(groups)}};
   return out;
 }
@@ -423,9 +382,10 @@ void load_optimizer_state_dict(torch::optim::Optimizer& optimizer,
   }
   const json& type = member(meta, "optimizer", top);
   if (!type.is_string()) ill_typed("optimizer", top, "a string", type);
-  if (type.get<std::string>() != kind_name(kind)) {
+  if (type.get<std::string>() != optimizer_kind_name(kind)) {
     throw ArgumentError(std::string(kLoad) + "the state was saved from optimizer " +
-                        type.get<std::string>() + " but is being loaded into " + kind_name(kind));
+                        type.get<std::string>() + " but is being loaded into " +
+                        optimizer_kind_name(kind));
   }
   const json& saved_groups = get_array(meta, "param_groups", top);
   auto& groups = optimizer.param_groups();
@@ -474,23 +434,7 @@ void load_optimizer_state_dict(torch::optim::Optimizer& optimizer,
       const std::string where_state = where_json + ".state";
       TensorReader reader(state, params[i], g, i, get_array(saved_state, "tensors", where_state),
                           where);
-      switch (kind) {
-        case Kind::kAdamW:
-          states.push_back(
-              adam_state<AdamWParamState>(saved_state, reader, amsgrad, consumed, where_state));
-          break;
-        case Kind::kAdam:
-          states.push_back(
-              adam_state<AdamParamState>(saved_state, reader, amsgrad, consumed, where_state));
-          break;
-        case Kind::kSGD: {
-          auto s = std::make_unique<SGDParamState>();
-          s->momentum_buffer(reader.read("momentum_buffer", true, consumed));
-          reader.check_all_read();
-          states.push_back(std::move(s));
-          break;
-        }
-      }
+      states.push_back(read_param_state(kind, saved_state, reader, amsgrad, consumed, where_state));
     }
   }
   for (const auto& [name, tensor] : state.tensors) {

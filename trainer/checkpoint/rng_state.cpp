@@ -17,8 +17,8 @@
 #include <torch/cuda.h>
 #endif
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/logging.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
 namespace {
@@ -93,7 +93,7 @@ int64_t cuda_device_count() {
 const json& member(const json& object, const char* key) {
   const auto it = object.find(key);
   if (it == object.end()) {
-    throw ArgumentError(std::string("rng_state_from_json: missing key \"") + key + "\"");
+    throw ArgumentError(std::string("RNG state: missing key \"") + key + "\"");
   }
   return *it;
 }
@@ -101,8 +101,7 @@ const json& member(const json& object, const char* key) {
 [[noreturn]] void ill_typed(const std::string& key, const char* expected, const json& value) {
   std::string shown = value.dump();
   if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
-  throw ArgumentError("rng_state_from_json: \"" + key + "\" must be " + expected + ", got " +
-                      shown);
+  throw ArgumentError("RNG state: \"" + key + "\" must be " + expected + ", got " + shown);
 }
 
 std::vector<uint8_t> decode_field(const json& value, const std::string& key) {
@@ -110,7 +109,7 @@ std::vector<uint8_t> decode_field(const json& value, const std::string& key) {
   try {
     return base64_decode(value.get_ref<const std::string&>());
   } catch (const ArgumentError& e) {
-    throw ArgumentError("rng_state_from_json: \"" + key + "\": " + e.what());
+    throw ArgumentError("RNG state: \"" + key + "\": " + e.what());
   }
 }
 
@@ -257,12 +256,12 @@ RngState rng_state_from_json(const json& j) {
   const json& version = member(j, "format_version");
   if (!version.is_number_integer()) ill_typed("format_version", "an integer", version);
   if (version.get<int64_t>() != kRngStateFormatVersion) {
-    throw ArgumentError("rng_state_from_json: unsupported format_version " + version.dump() +
+    throw ArgumentError("RNG state: unsupported format_version " + version.dump() +
                         " (this build reads " + std::to_string(kRngStateFormatVersion) + ")");
   }
   RngState state;
   state.cpu = decode_field(member(j, "cpu"), "cpu");
-  check_cpu_size(state.cpu.size(), "rng_state_from_json: ");
+  check_cpu_size(state.cpu.size(), "RNG state: ");
 
   const json& cuda = member(j, "cuda");
   if (!cuda.is_array()) ill_typed("cuda", "an array of base64 strings", cuda);

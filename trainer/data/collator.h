@@ -2,7 +2,7 @@
 /// \file Collators turn a list of examples into one batch.
 #include <vector>
 
-#include <ctrainer/trainer/core/batch.h>
+#include <ctrainer/core/batch.h>
 
 namespace ctrainer {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <typeinfo>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 

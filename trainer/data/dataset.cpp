@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 

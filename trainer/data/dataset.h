@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrainer/trainer/core/batch.h>
+#include <ctrainer/core/batch.h>
 
 namespace ctrainer {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/data/distributed_sampler.h>
 
 namespace ctrainer {

@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 

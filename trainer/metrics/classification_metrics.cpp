@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer::metrics {
 namespace {

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer::metrics {
 

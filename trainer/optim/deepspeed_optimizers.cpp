@@ -10,7 +10,8 @@
 #include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 #include <ctrainer/trainer/optim/deepspeed_params.h>
 #include <ctrainer/trainer/optim/fused_adamw.h>
 
@@ -18,12 +19,6 @@ namespace ctrainer {
 namespace {
 
 using deepspeed_detail::DsParams;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string format(double v) {
   std::ostringstream out;
@@ -146,11 +141,6 @@ std::shared_ptr<torch::optim::Optimizer> make_sgd(const nlohmann::json& params,
 const char* kSupportedText = "Adam, AdamW or SGD";
 
 }  // namespace
-
-const std::vector<std::string>& supported_deepspeed_optimizers() {
-  static const std::vector<std::string> types = {"Adam", "AdamW", "SGD"};
-  return types;
-}
 
 std::shared_ptr<torch::optim::Optimizer> create_deepspeed_optimizer(const std::string& type,
                                                                     const nlohmann::json& params,

@@ -43,7 +43,4 @@ std::shared_ptr<torch::optim::Optimizer> create_deepspeed_optimizer(const std::s
                                                                     const nlohmann::json& params,
                                                                     torch::nn::Module& model);
 
-/// The optimizer types create_deepspeed_optimizer builds: "Adam", "AdamW", "SGD".
-const std::vector<std::string>& supported_deepspeed_optimizers();
-
 }  // namespace ctrainer

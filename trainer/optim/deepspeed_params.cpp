@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 
 namespace ctrainer::deepspeed_detail {
 namespace {
@@ -11,12 +12,6 @@ namespace {
 const nlohmann::json& null_json() {
   static const nlohmann::json null;
   return null;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 }  // namespace

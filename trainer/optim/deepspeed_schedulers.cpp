@@ -13,8 +13,8 @@
 #include <torch/optim/adamw.h>
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/logging.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/logging.h>
 #include <ctrainer/trainer/optim/deepspeed_params.h>
 
 namespace ctrainer {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -10,7 +10,7 @@
 #include <torch/optim/optimizer.h>
 #include <nlohmann/json_fwd.hpp>
 
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/args/training_args.h>
 
 namespace ctrainer {
 

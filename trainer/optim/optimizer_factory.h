@@ -8,7 +8,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/args/training_args.h>
 
 namespace ctrainer {
 

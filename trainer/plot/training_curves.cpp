@@ -6,9 +6,9 @@
 #include <fstream>
 #include <set>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/plot/svg_chart_grid.h>
 #include <ctrainer/integrations/plot/svg_line_chart.h>
-#include <ctrainer/trainer/core/errors.h>
 
 namespace ctrainer {
 namespace {

@@ -6,7 +6,7 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
-#include <ctrainer/trainer/core/torch_compat.h>
+#include <ctrainer/core/torch_compat.h>
 
 namespace ctrainer {
 

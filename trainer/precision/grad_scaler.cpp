@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/torch_compat.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/torch_compat.h>
 
 namespace ctrainer {
 namespace {

@@ -2,11 +2,11 @@
 
 #include <ATen/Context.h>
 
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/logging.h>
 #include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/distributed/strategy.h>
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/logging.h>
-#include <ctrainer/trainer/training_args.h>
+#include <ctrainer/trainer/args/training_args.h>
 
 namespace ctrainer {
 namespace {

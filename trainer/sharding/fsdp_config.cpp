@@ -7,9 +7,10 @@
 #include <sstream>
 #include <vector>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_config.h>
-#include <ctrainer/trainer/core/logging.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_config.h>
+#include <ctrainer/core/logging.h>
+#include <ctrainer/core/strings.h>
 
 namespace ctrainer {
 namespace {
@@ -40,21 +41,6 @@ const std::map<std::string, std::string> kIgnoredKeys = {
 const std::vector<std::string> kXlaKeys = {"xla", "xla_fsdp_v2", "xla_fsdp_grad_ckpt",
                                            "xla_fsdp_settings"};
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return s;
-}
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
-}
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
@@ -203,9 +189,9 @@ class FsdpParser {
       return;
     }
     const json& given = config_[key];
-    const bool same = value.is_boolean()
-                          ? boolean(key, false) == value.get<bool>()
-                          : given.is_string() && lower(given) == value.get<std::string>();
+    const bool same = value.is_boolean() ? boolean(key, false) == value.get<bool>()
+                                         : given.is_string() && lower(given.get<std::string>()) ==
+                                                                    value.get<std::string>();
     if (!same)
       throw ArgumentError("--fsdp " + word + " contradicts " + source_ + " " + key + "=" +
                           given.dump() +

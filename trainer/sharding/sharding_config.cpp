@@ -1,8 +1,8 @@
 #include <ctrainer/trainer/sharding/sharding_config.h>
 
-#include <ctrainer/trainer/core/errors.h>
-#include <ctrainer/trainer/core/json_config.h>
-#include <ctrainer/trainer/core/logging.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_config.h>
+#include <ctrainer/core/logging.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 
 namespace ctrainer {

@@ -10,9 +10,9 @@
 #include <ctrainer/distributed/sharding_options.h>
 #include <ctrainer/integrations/deepspeed_config.h>
 #include <ctrainer/models/model.h>
+#include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 #include <ctrainer/trainer/sharding/fsdp_config.h>
-#include <ctrainer/trainer/training_args.h>
 
 namespace ctrainer {
 

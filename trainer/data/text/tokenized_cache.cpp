@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include <ctrainer/trainer/data/text/content_hash.h>
+#include <ctrainer/core/content_hash.h>
 
 namespace ctrainer {
 namespace {

@@ -1,0 +1,109 @@
+# The layers of the library, one static library each, lowest first (docs/architecture.md):
+#
+#   ctrainer_core          core/          basics: errors, torch compat, logger, Batch, JSON, files
+#   ctrainer_integrations  integrations/  file formats and outside tools            (core)
+#   ctrainer_models        models/        modules, configs, registries, tokenizers  (core, integrations)
+#   ctrainer_distributed   distributed/   process groups, strategies, their state       (core, integrations)
+#   ctrainer_trainer       trainer/       the Trainer and everything it runs        (all of the above)
+#   ctrainer               (interface)    what programs link: ctrainer_trainer and everything below
+#
+# The build enforces the direction twice:
+# - Compiling: a layer sees only its own headers and those of the layers it links. Its include
+#   folder, build/include/layers/<layer>/ctrainer/<folder>/, mirrors the source folder with one
+#   link per header (real folders, not a link to the folder, so that `..` inside an include
+#   cannot climb back into the source tree): <ctrainer/trainer/trainer.h> written in models/ is
+#   "No such file or directory".
+# - Linking: ctrainer_<layer>_link_check, a shared object made of every object of the layer
+#   (--whole-archive) and the layers below, linked with --no-undefined: a call into a layer
+#   above (reached through a relative "../../trainer/x.h" include, or a declaration written by
+#   hand) is an undefined reference. Off in sanitizer builds (their runtime is not linked into
+#   shared objects): CTRAINER_LAYER_LINK_CHECK.
+# Programs above the layers (examples, benchmarks, tests, fuzz) include the whole tree through
+# CTRAINER_BUILD_INCLUDE_DIR. scripts/check_layers.py checks the same rule on the sources.
+option(CTRAINER_LAYER_LINK_CHECK "Link each layer alone with --no-undefined (upward calls fail)" ON)
+
+set(CTRAINER_LAYER_INCLUDE_ROOT "${PROJECT_BINARY_DIR}/include/layers")
+
+# The compile definitions Boost::program_options adds (linked by the trainer layer): every target
+# that reuses the precompiled header must compile with the same macros as the one that made it.
+get_target_property(CTRAINER_BOOST_DEFINITIONS Boost::program_options INTERFACE_COMPILE_DEFINITIONS)
+if(NOT CTRAINER_BOOST_DEFINITIONS)
+  set(CTRAINER_BOOST_DEFINITIONS "")
+endif()
+
+# The PCH is only reused when every target compiles with identical code-generation flags, so the
+# libraries and all executables use the same explicit -fPIC (-Winvalid-pch reports a mismatch).
+set(CTRAINER_PCH_FLAGS -fPIC -Winvalid-pch)
+
+# Mirrors source folder `folder` into `include_dir`/ctrainer/`folder`/ as one link per header.
+# Headers added later re-run the configure step (CONFIGURE_DEPENDS) and get their link then.
+function(ctrainer_mirror_headers folder include_dir)
+  file(GLOB_RECURSE _headers CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/${folder}"
+       "${PROJECT_SOURCE_DIR}/${folder}/*.h")
+  set(_mirror "${include_dir}/ctrainer/${folder}")
+  file(REMOVE_RECURSE "${_mirror}")  # drops links to headers that were moved or deleted
+  foreach(_header ${_headers})
+    get_filename_component(_parent "${_mirror}/${_header}" DIRECTORY)
+    file(MAKE_DIRECTORY "${_parent}")
+    file(CREATE_LINK "${PROJECT_SOURCE_DIR}/${folder}/${_header}" "${_mirror}/${_header}" SYMBOLIC)
+  endforeach()
+endfunction()
+
+# ctrainer_add_layer(NAME [DEPENDS LAYER...]): the static library ctrainer_NAME of every .cpp
+# under the folder NAME/ (EXCLUDE_REGEX drops some), seeing the headers of NAME and DEPENDS.
+# Called from the folder's own CMakeLists.txt, so source properties set there apply as usual.
+function(ctrainer_add_layer name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "EXCLUDE_REGEX" "DEPENDS")
+  set(target ctrainer_${name})
+  file(GLOB_RECURSE _sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/${name}/*.cpp")
+  if(ARG_EXCLUDE_REGEX)
+    list(FILTER _sources EXCLUDE REGEX "${ARG_EXCLUDE_REGEX}")
+  endif()
+  add_library(${target} STATIC ${_sources})
+  set(_include_dir "${CTRAINER_LAYER_INCLUDE_ROOT}/${name}")
+  ctrainer_mirror_headers(${name} "${_include_dir}")
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${_include_dir}> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  foreach(_layer ${ARG_DEPENDS})
+    target_link_libraries(${target} PUBLIC ctrainer_${_layer})
+  endforeach()
+  target_compile_options(${target} PRIVATE ${CTRAINER_PCH_FLAGS})
+  target_compile_definitions(${target} PRIVATE ${CTRAINER_BOOST_DEFINITIONS})
+  if(NOT name STREQUAL "core")
+    target_precompile_headers(${target} REUSE_FROM ctrainer_core)
+  endif()
+  # The layer libraries, lowest first (install rules, fuzz instrumentation).
+  set_property(GLOBAL APPEND PROPERTY CTRAINER_LAYER_TARGETS ${target})
+
+  if(CTRAINER_LAYER_LINK_CHECK AND NOT CTRAINER_FUZZ)
+    # A source file of its own keeps CMake happy; the objects come from --whole-archive.
+    set(_stub "${PROJECT_BINARY_DIR}/layer_link_check/${name}.cpp")
+    file(WRITE "${_stub}" "// ${target}_link_check: every object of ${target}, nothing above it.\n")
+    add_library(${target}_link_check SHARED "${_stub}")
+    # The layer's archive whole, then the layer again for what it links (torch, the layers below).
+    target_link_libraries(${target}_link_check PRIVATE
+      -Wl,--whole-archive $<TARGET_FILE:${target}> -Wl,--no-whole-archive ${target})
+    target_link_options(${target}_link_check PRIVATE "LINKER:--no-undefined")
+    set_target_properties(${target}_link_check PROPERTIES
+      LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/layer_link_check")
+  endif()
+endfunction()
+
+# Programs and libraries above the layers: link everything and reuse the precompiled header.
+function(ctrainer_link_and_reuse_pch name)
+  target_link_libraries(${name} PUBLIC ctrainer::ctrainer)
+  target_include_directories(${name} PRIVATE "${CTRAINER_BUILD_INCLUDE_DIR}")
+  target_precompile_headers(${name} REUSE_FROM ctrainer_core)
+  target_compile_options(${name} PRIVATE ${CTRAINER_PCH_FLAGS})
+  target_compile_definitions(${name} PRIVATE ${CTRAINER_BOOST_DEFINITIONS})
+endfunction()
+
+function(ctrainer_add_executable name)
+  add_executable(${name} ${ARGN})
+  ctrainer_link_and_reuse_pch(${name})
+endfunction()
+
+function(ctrainer_add_library name)
+  add_library(${name} STATIC ${ARGN})
+  ctrainer_link_and_reuse_pch(${name})
+endfunction()

@@ -1,0 +1,45 @@
+#include <ctrainer/models/bert/bert_family.h>
+
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/bert/bert_for_sequence_classification.h>
+#include <ctrainer/models/registry/model_registry.h>
+
+namespace ctrainer {
+
+void BertModelConfig::set_label_names(const std::vector<std::string>& names) {
+  config.set_num_labels(static_cast<int64_t>(names.size()));
+  config.id2label = names;
+  config.label2id.clear();
+  for (size_t i = 0; i < names.size(); ++i) config.label2id[names[i]] = static_cast<int64_t>(i);
+}
+
+const BertConfig& bert_config_of(const ModelConfig& config) {
+  if (const auto* bert = dynamic_cast<const BertModelConfig*>(&config)) return bert->config;
+  throw ArgumentError("a BERT model needs a config of model_type \"bert\", not \"" +
+                      config.model_type() + "\"");
+}
+
+void register_bert_family(ModelRegistry& registry) {
+  ModelFamily family;
+  family.model_type = "bert";
+  family.parse_config = [](const nlohmann::json& json, const std::string& source) {
+    return std::make_unique<BertModelConfig>(BertConfig::from_json(json, source));
+  };
+  ModelArchitecture classifier;
+  classifier.name = "BertForSequenceClassification";
+  classifier.task = ModelTask::kSequenceClassification;
+  classifier.create = [](const ModelConfig& config) -> std::shared_ptr<Model> {
+    return std::make_shared<BertForSequenceClassification>(bert_config_of(config));
+  };
+  classifier.from_pretrained = [](const ModelConfig& config, const std::string& path,
+                                  bool ignore_mismatched_sizes) -> std::shared_ptr<Model> {
+    WeightLoadOptions load = BertForSequenceClassification::weight_load_options();
+    load.ignore_mismatched_sizes = ignore_mismatched_sizes;
+    return BertForSequenceClassification::with_pretrained_weights(bert_config_of(config), path,
+                                                                  load);
+  };
+  family.architectures.push_back(std::move(classifier));
+  registry.add(std::move(family));
+}
+
+}  // namespace ctrainer

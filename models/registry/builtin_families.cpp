@@ -1,0 +1,11 @@
+// The model families built into the library: the one list a new family joins.
+#include <ctrainer/models/bert/bert_family.h>
+#include <ctrainer/models/registry/model_registry.h>
+
+namespace ctrainer {
+
+void register_builtin_model_families(ModelRegistry& registry) {
+  register_bert_family(registry);
+}
+
+}  // namespace ctrainer

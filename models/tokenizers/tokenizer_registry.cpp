@@ -1,0 +1,109 @@
+#include <ctrainer/models/tokenizers/tokenizer_registry.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
+#include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
+
+namespace ctrainer {
+
+namespace {
+namespace fs = std::filesystem;
+
+std::string without_fast(const std::string& name) {
+  return name.ends_with("Fast") ? name.substr(0, name.size() - 4) : name;
+}
+
+/// The tokenizers built into the library: the one list a new tokenizer joins.
+void register_builtin_tokenizers(TokenizerRegistry& registry) {
+  const TokenizerFactory wordpiece = [](const std::string& path,
+                                        const AutoTokenizerOptions& options) {
+    return std::make_shared<BertTokenizer>(
+        BertTokenizer::from_pretrained(path, options.do_lower_case));
+  };
+  // transformers' WordPiece tokenizers that read vocab.txt + tokenizer_config.json alike.
+  for (const char* name : {"BertTokenizer", "DistilBertTokenizer", "ElectraTokenizer"})
+    registry.add(name, wordpiece);
+}
+
+/// tokenizer_config.json's tokenizer_class, or nothing.
+std::optional<std::string> configured_class(const fs::path& config_file) {
+  if (!fs::is_regular_file(config_file)) return std::nullopt;
+  std::ifstream in(config_file);
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw ArgumentError(config_file.string() + " is not a valid tokenizer_config.json (" +
+                        e.what() + "); fix it or pass --do_lower_case true|false");
+  }
+  if (!config.is_object() || !config.contains("tokenizer_class") ||
+      config.at("tokenizer_class").is_null())
+    return std::nullopt;
+  if (!config.at("tokenizer_class").is_string())
+    throw ArgumentError(config_file.string() + ": 'tokenizer_class' must be a string such as " +
+                        "\"BertTokenizer\"");
+  return config.at("tokenizer_class").get<std::string>();
+}
+
+}  // namespace
+
+TokenizerRegistry& TokenizerRegistry::global() {
+  static TokenizerRegistry* registry = [] {
+    auto* r = new TokenizerRegistry();  // never destroyed: tokenizers may be made during exit
+    register_builtin_tokenizers(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void TokenizerRegistry::add(const std::string& tokenizer_class, TokenizerFactory factory) {
+  const std::string name = without_fast(tokenizer_class);
+  std::lock_guard lock(mutex_);
+  for (const auto& [known, _] : entries_)
+    if (known == name)
+      throw std::invalid_argument("TokenizerRegistry::add: " + name + " is registered already");
+  entries_.emplace_back(name, std::move(factory));
+}
+
+const TokenizerFactory* TokenizerRegistry::find(const std::string& tokenizer_class) const {
+  const std::string name = without_fast(tokenizer_class);
+  std::lock_guard lock(mutex_);
+  for (const auto& [known, factory] : entries_)
+    if (known == name) return &factory;
+  return nullptr;
+}
+
+std::vector<std::string> TokenizerRegistry::classes() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [name, _] : entries_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::shared_ptr<Tokenizer> AutoTokenizer::from_pretrained(const std::string& path,
+                                                          const AutoTokenizerOptions& options) {
+  const TokenizerRegistry& registry = TokenizerRegistry::global();
+  const fs::path given(path);
+  const fs::path folder = fs::is_directory(given) ? given : given.parent_path();
+  if (auto name = configured_class(folder / "tokenizer_config.json")) {
+    if (const TokenizerFactory* factory = registry.find(*name)) return (*factory)(path, options);
+    throw ArgumentError((folder / "tokenizer_config.json").string() + ": tokenizer_class " + *name +
+                        " is not one this build reads (it reads " + join(registry.classes()) + ")");
+  }
+  const fs::path vocab = fs::is_directory(given) ? given / "vocab.txt" : given;
+  if (fs::is_regular_file(vocab) || !fs::is_directory(given))
+    return (*registry.find("BertTokenizer"))(path, options);
+  throw ArgumentError(path + " holds no tokenizer this build reads: expected vocab.txt " +
+                      "(WordPiece) or a tokenizer_config.json naming one of " +
+                      join(registry.classes()));
+}
+
+}  // namespace ctrainer

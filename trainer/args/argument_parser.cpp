@@ -1,0 +1,575 @@
+#include <ctrainer/trainer/args/argument_parser.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include <ctrainer/core/errors.h>
+#include <ctrainer/distributed/launcher_error_file.h>
+#include <ctrainer/trainer/args/choices.h>
+#include <ctrainer/trainer/args/option_codec.h>
+
+namespace ctrainer {
+namespace {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+using namespace args_detail;
+
+constexpr size_t kHelpWidth = 100;
+constexpr size_t kHelpIndent = 6;
+
+// ---- suggestions -------------------------------------------------------------------------------
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The candidate closest to `name`, if close enough to be a plausible typo or abbreviation.
+std::optional<std::string> closest(const std::string& name,
+                                   const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t d = edit_distance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  if (best) return best;
+  // Prefix guessing is disabled, so an abbreviation gets the full name as a hint instead.
+  if (name.size() >= 3) {
+    for (const std::string& candidate : candidates) {
+      if (candidate.rfind(name, 0) == 0) return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- --help layout -----------------------------------------------------------------------------
+
+void append_wrapped(std::string& out, const std::string& text, size_t indent = kHelpIndent) {
+  std::istringstream words(text);
+  std::string word;
+  std::string line(indent, ' ');
+  bool line_empty = true;
+  while (words >> word) {
+    if (!line_empty && line.size() + 1 + word.size() > kHelpWidth) {
+      out += line + '\n';
+      line.assign(indent, ' ');
+      line_empty = true;
+    }
+    if (!line_empty) line += ' ';
+    line += word;
+    line_empty = false;
+  }
+  if (!line_empty) out += line + '\n';
+}
+
+std::string value_placeholder(const OptionSpec& spec) {
+  switch (spec.kind) {
+    case OptionKind::kBool:
+      return "[BOOL]";
+    case OptionKind::kInt64:
+      return "INT";
+    case OptionKind::kDouble:
+      return "FLOAT";
+    case OptionKind::kString:
+      return "STR";
+    case OptionKind::kEnum: {
+      std::string out = "{";
+      for (size_t i = 0; i < spec.choices.size(); ++i) out += (i ? "," : "") + spec.choices[i];
+      return out + "}";
+    }
+    case OptionKind::kStringList:
+      return "STR [STR ...]";
+  }
+  return "VALUE";
+}
+
+void append_option_help(std::string& out, const OptionSpec& spec) {
+  std::string text = spec.help;
+  const std::string default_part = "  (default: " + spec.default_text + ")";
+  std::string header = "  --" + spec.name + " " + value_placeholder(spec);
+  if (spec.kind == OptionKind::kEnum && header.size() + default_part.size() > kHelpWidth) {
+    // Too many choices for one line: list them in the wrapped text instead.
+    header = "  --" + spec.name + " CHOICE";
+    std::string listed;
+    for (const std::string& choice : spec.choices) listed += (listed.empty() ? "" : ", ") + choice;
+    text += " Choices: " + listed + ".";
+  }
+  if (header.size() + default_part.size() <= kHelpWidth) {
+    header += default_part;
+  } else {
+    text += " Default: " + spec.default_text + ".";
+  }
+  out += header + "\n";
+  for (const std::string& alias : spec.aliases) text += " Alias: --" + alias + ".";
+  if (spec.kind == OptionKind::kBool && !spec.optional && spec.default_text == "true") {
+    text += " Disable with --no_" + spec.name + ".";
+  }
+  if (spec.optional) text += " Pass None to unset.";
+  append_wrapped(out, text);
+}
+
+bool is_valid_option_name(const std::string& name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '_';
+  });
+}
+
+/// Flags the parser itself handles.
+const std::vector<std::string> kReservedNames = {"config", "help"};
+}  // namespace
+
+// ---- ArgumentParser ----------------------------------------------------------------------------
+
+ArgumentParser::ArgumentParser(std::string program_description)
+    : description_(std::move(program_description)) {}
+
+void ArgumentParser::add_app_option(OptionSpec spec) {
+  if (!is_valid_option_name(spec.name)) {
+    throw std::invalid_argument("ArgumentParser::add_option: invalid flag name '" + spec.name +
+                                "' (use lower-case letters, digits and _)");
+  }
+  const bool reserved =
+      std::find(kReservedNames.begin(), kReservedNames.end(), spec.name) != kReservedNames.end();
+  if (reserved || find(spec.name) != nullptr) {
+    throw std::invalid_argument("ArgumentParser::add_option: flag --" + spec.name +
+                                " already exists");
+  }
+  spec.group = "application";
+  spec.default_text = display(spec.get_json(TrainingArguments{}));
+  app_options_.push_back(std::move(spec));
+}
+
+void ArgumentParser::add_option(const std::string& name, int64_t* target, const std::string& help) {
+  add_app_option(make_spec<int64_t>(name, help, PointerAccess<int64_t>{target}));
+}
+void ArgumentParser::add_option(const std::string& name, double* target, const std::string& help) {
+  add_app_option(make_spec<double>(name, help, PointerAccess<double>{target}));
+}
+void ArgumentParser::add_option(const std::string& name, std::string* target,
+                                const std::string& help) {
+  add_app_option(make_spec<std::string>(name, help, PointerAccess<std::string>{target}));
+}
+void ArgumentParser::add_option(const std::string& name, bool* target, const std::string& help) {
+  add_app_option(make_spec<bool>(name, help, PointerAccess<bool>{target}));
+}
+void ArgumentParser::add_option(const std::string& name, std::vector<std::string>* target,
+                                const std::string& help) {
+  add_app_option(make_spec<std::vector<std::string>>(
+      name, help, PointerAccess<std::vector<std::string>>{target}));
+}
+
+void ArgumentParser::add_option(const std::string& name, std::optional<int64_t>* target,
+                                const std::string& help) {
+  add_app_option(
+      make_spec<std::optional<int64_t>>(name, help, PointerAccess<std::optional<int64_t>>{target}));
+}
+
+/// Looks up a flag by canonical name or alias.
+const OptionSpec* ArgumentParser::find(const std::string& name) const {
+  for (const OptionSpec& spec : training_args_options()) {
+    if (spec.name == name) return &spec;
+    if (std::find(spec.aliases.begin(), spec.aliases.end(), name) != spec.aliases.end()) {
+      return &spec;
+    }
+  }
+  for (const OptionSpec& spec : app_options_) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::vector<std::string> all_flag_names(const std::vector<OptionSpec>& app_options) {
+  std::vector<std::string> names = kReservedNames;
+  for (const auto* list : {&training_args_options(), &app_options}) {
+    for (const OptionSpec& spec : *list) {
+      names.push_back(spec.name);
+      names.insert(names.end(), spec.aliases.begin(), spec.aliases.end());
+    }
+  }
+  return names;
+}
+
+/// The reason a transformers flag is missing (unimplemented_hf_flags), if `name` is one.
+std::optional<std::string> unimplemented_reason(const std::string& name) {
+  for (const UnimplementedHfFlag& flag : unimplemented_hf_flags())
+    if (flag.name == name) return flag.reason;
+  return std::nullopt;
+}
+
+std::string unknown_flag_message(const std::string& flag, const std::vector<OptionSpec>& app) {
+  std::string bare = flag.substr(
+      flag.find_first_not_of('-') == std::string::npos ? flag.size() : flag.find_first_not_of('-'));
+  if (const auto reason = unimplemented_reason(bare))
+    return "--" + bare + " is a transformers flag ctrainer does not implement: " + *reason +
+           " (docs/arguments.md)";
+  std::string message = "unknown flag " + flag;
+  if (const auto hint = closest(bare, all_flag_names(app))) {
+    message += "; did you mean --" + *hint + "?";
+  } else {
+    message += " (run with --help to list the flags)";
+  }
+  return message;
+}
+
+}  // namespace
+
+/// Errors of enum values that a later setting of the same flag may still replace, as when the
+/// command line overrides a config file: a value outside the set (ChoiceError) or one that
+/// transformers knows and ctrainer has not built (NotSupportedYet). Before enums, such values
+/// were stored as text and only validate() judged the final one; keeping their errors until then
+/// keeps that behaviour and its order of messages.
+class ArgumentParser::PendingErrors {
+ public:
+  /// Runs `set`, which sets `spec` from one value. A ChoiceError or NotSupportedYet is kept for
+  /// `spec`; success forgets the one kept before; any other ArgumentError is thrown with `where`
+  /// (the flag, or the file and key) in front.
+  void set(const OptionSpec& spec, const std::string& where, const std::function<void()>& set) {
+    try {
+      set();
+      forget(spec);
+    } catch (const ChoiceError&) {
+      keep(spec, std::current_exception(), /*typo=*/true);
+    } catch (const NotSupportedYet&) {
+      keep(spec, std::current_exception(), /*typo=*/false);
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(where + e.what());
+    }
+  }
+
+  /// Throws the first kept error of the kind: typos before validate(), as its first check did,
+  /// and values not supported yet after it, so that a bad value of another flag gets its own
+  /// message first.
+  void throw_first(bool typo) const {
+    for (const Pending& pending : errors_) {
+      if (pending.typo == typo) std::rethrow_exception(pending.error);
+    }
+  }
+
+ private:
+  struct Pending {
+    const OptionSpec* spec;
+    std::exception_ptr error;
+    bool typo;
+  };
+
+  void forget(const OptionSpec& spec) {
+    std::erase_if(errors_, [&](const Pending& p) { return p.spec == &spec; });
+  }
+  void keep(const OptionSpec& spec, std::exception_ptr error, bool typo) {
+    forget(spec);
+    errors_.push_back({&spec, std::move(error), typo});
+  }
+
+  std::vector<Pending> errors_;
+};
+
+void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments& args,
+                                     PendingErrors& pending) const {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ArgumentError("cannot read config file '" + path + "': no such file");
+  }
+  std::ifstream in(path);
+  if (!in) throw ArgumentError("cannot read config file '" + path + "'");
+  json config;
+  try {
+    config = json::parse(in);
+  } catch (const json::exception& e) {
+    throw ArgumentError("config file '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!config.is_object()) {
+    throw ArgumentError("config file '" + path +
+                        "' must hold a JSON object mapping flag names to values, not a " +
+                        config.type_name());
+  }
+  std::map<std::string, std::string> seen;  // canonical name -> key that set it
+  for (const auto& [key, value] : config.items()) {
+    const OptionSpec* spec = find(key);
+    if (spec == nullptr) {
+      if (const auto reason = unimplemented_reason(key))
+        throw ArgumentError("config file '" + path + "': \"" + key +
+                            "\" is a transformers flag ctrainer does not implement: " + *reason +
+                            " (docs/arguments.md)");
+      std::string message = "config file '" + path + "': unknown key \"" + key + "\"";
+      if (const auto hint = closest(key, all_flag_names(app_options_))) {
+        message += "; did you mean \"" + *hint + "\"?";
+      }
+      throw ArgumentError(message);
+    }
+    if (const auto it = seen.find(spec->name); it != seen.end()) {
+      throw ArgumentError("config file '" + path + "': keys \"" + it->second + "\" and \"" + key +
+                          "\" both set " + spec->name + "; keep one");
+    }
+    seen.emplace(spec->name, key);
+    // (value captured by name: clang before 16 cannot capture a structured binding.)
+    pending.set(*spec, "config file '" + path + "', key \"" + key + "\": ", [&, &value = value] {
+      spec->set_from_json(args, value);
+    });
+  }
+}
+
+void ArgumentParser::apply_environment(const std::vector<std::string>& given,
+                                       TrainingArguments& args, PendingErrors& pending) const {
+  const EnvironmentMap environment = environment_ ? *environment_ : process_environment();
+  for (const EnvironmentFlagValue& value : sagemaker_flag_values(environment)) {
+    const OptionSpec* spec = find(value.flag);
+    if (spec == nullptr)
+      throw ArgumentError(value.source + ": " +
+                          unknown_flag_message("--" + value.flag, app_options_) +
+                          "; remove it from the estimator's hyperparameters");
+    if (std::find(given.begin(), given.end(), spec->name) != given.end()) continue;
+    if (spec->kind != OptionKind::kStringList && value.tokens.size() != 1)
+      throw ArgumentError(value.source + ": --" + spec->name + " takes one value, not a list");
+    pending.set(*spec, value.source + ": ", [&] { spec->set_from_tokens(args, value.tokens); });
+  }
+}
+
+bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments& args) {
+  if (argc > 0 && argv != nullptr && argv[0] != nullptr) {
+    program_ = std::filesystem::path(argv[0]).filename().string();
+  }
+  const std::vector<std::string> raw =
+      argc > 1 ? std::vector<std::string>(argv + 1, argv + argc) : std::vector<std::string>{};
+
+  // --help wins over everything else, as with argparse.
+  for (const std::string& token : raw) {
+    if (token == "--") break;
+    if (token == "-h" || token == "--help") {
+      std::cout << help() << std::flush;
+      return false;
+    }
+    if (token == "--help_markdown") {
+      std::cout << training_args_markdown() << std::flush;
+      return false;
+    }
+  }
+
+  // Normalise to a form Boost parses unambiguously: canonical names (aliases, `--foo-bar`,
+  // `--no_foo`) and every bool flag as `--flag=value`. Boost's implicit values never take a
+  // separate token, and an optional-value flag would swallow a following positional .json.
+  std::vector<std::string> tokens;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const std::string& token = raw[i];
+    if (token == "--") {
+      tokens.insert(tokens.end(), raw.begin() + static_cast<std::ptrdiff_t>(i), raw.end());
+      break;
+    }
+    if (token.size() <= 2 || token.rfind("--", 0) != 0) {
+      tokens.push_back(token);
+      continue;
+    }
+    const size_t eq = token.find('=');
+    std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const std::optional<std::string> value =
+        eq == std::string::npos ? std::nullopt : std::optional<std::string>(token.substr(eq + 1));
+    std::replace(name.begin(), name.end(), '-', '_');  // HF accepts --local-rank for local_rank
+
+    if (name == "config") {
+      tokens.push_back(value ? "--config=" + *value : "--config");
+      continue;
+    }
+    const OptionSpec* spec = find(name);
+    bool negated = false;
+    if (spec == nullptr && name.rfind("no_", 0) == 0) {
+      // HfArgumentParser's complement flag for bools that default to true.
+      const OptionSpec* positive = find(name.substr(3));
+      if (positive != nullptr && positive->kind == OptionKind::kBool && !positive->optional &&
+          positive->default_text == "true") {
+        spec = positive;
+        negated = true;
+      }
+    }
+    if (spec == nullptr) throw ArgumentError(unknown_flag_message("--" + name, app_options_));
+
+    if (negated) {
+      if (value) {
+        throw ArgumentError("--" + name + " takes no value; use --" + spec->name +
+                            " true|false instead");
+      }
+      tokens.push_back("--" + spec->name + "=false");
+    } else if (spec->kind == OptionKind::kBool) {
+      std::string bool_value = "true";
+      if (value) {
+        bool_value = *value;
+      } else if (i + 1 < raw.size() && (parse_bool_literal(raw[i + 1]) ||
+                                        (spec->optional && is_none_literal(raw[i + 1])))) {
+        bool_value = raw[++i];
+      } else if (i + 1 < raw.size() && raw[i + 1].rfind("-", 0) != 0 &&
+                 !ends_with(raw[i + 1], ".json")) {
+        // Not a flag and not the config file: a misspelt value (HF: "Truthy value expected").
+        throw ArgumentError("--" + spec->name + " takes true or false (also yes/no, 1/0), or " +
+                            "nothing for true; got '" + raw[i + 1] + "'");
+      }
+      tokens.push_back("--" + spec->name + "=" + bool_value);
+    } else if (value && value->empty()) {
+      // Boost refuses `--flag=` with nothing after '=', but takes an empty separate token.
+      tokens.push_back("--" + spec->name);
+      tokens.push_back("");
+    } else {
+      tokens.push_back("--" + spec->name + (value ? "=" + *value : ""));
+    }
+  }
+
+  po::options_description description;
+  description.add_options()("config", po::value<std::string>(), "JSON config file");
+  const std::vector<OptionSpec>& app_options = app_options_;
+  for (const auto* list : {&training_args_options(), &app_options}) {
+    for (const OptionSpec& spec : *list) {
+      if (spec.kind == OptionKind::kStringList) {
+        description.add_options()(spec.name.c_str(),
+                                  po::value<std::vector<std::string>>()->multitoken());
+      } else {
+        description.add_options()(spec.name.c_str(), po::value<std::string>());
+      }
+    }
+  }
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+
+  po::parsed_options parsed(&description);
+  try {
+    parsed = po::command_line_parser(tokens).options(description).style(style).run();
+  } catch (const po::unknown_option& e) {
+    throw ArgumentError(unknown_flag_message(e.get_option_name(), app_options_));
+  } catch (const po::error& e) {
+    throw ArgumentError(e.what());
+  }
+
+  // Boost keeps every occurrence in command-line order; applying them in order makes the last
+  // occurrence win, as with argparse.
+  std::vector<std::string> config_files;
+  std::vector<std::pair<const OptionSpec*, std::vector<std::string>>> flags;
+  size_t positionals = 0;
+  for (const po::option& option : parsed.options) {
+    if (option.string_key.empty()) {
+      const std::string& token = option.value.at(0);
+      if (positionals++ > 0 || !ends_with(token, ".json")) {
+        throw ArgumentError("unexpected argument '" + token +
+                            "': flags start with --, and the only positional argument allowed "
+                            "is one .json config file");
+      }
+      config_files.push_back(token);
+    } else if (option.string_key == "config") {
+      config_files.push_back(option.value.at(0));
+    } else {
+      flags.emplace_back(find(option.string_key), option.value);
+    }
+  }
+
+  TrainingArguments result = args;
+  PendingErrors pending;
+  std::vector<std::string> given;  // flags on the command line: the environment's are ignored
+  for (const auto& flag : flags) given.push_back(flag.first->name);
+  apply_environment(given, result, pending);
+  for (const std::string& path : config_files) apply_json_file(path, result, pending);
+  for (const auto& flag : flags) {
+    const OptionSpec& spec = *flag.first;
+    pending.set(spec, "--" + spec.name + ": ", [&] { spec.set_from_tokens(result, flag.second); });
+  }
+  pending.throw_first(/*typo=*/true);
+  result.validate();
+  pending.throw_first(/*typo=*/false);
+  args = std::move(result);
+  return true;
+}
+
+std::string ArgumentParser::help() const {
+  std::string out;
+  if (!description_.empty()) out += description_ + "\n\n";
+  out += "usage: " + program_ + " [FILE.json] [--config FILE.json] [--<flag> VALUE ...]\n\n";
+  append_wrapped(out,
+                 "Flags are Hugging Face TrainingArguments names. A JSON config file maps flag "
+                 "names to values; flags on the command line override it. Booleans: --flag, "
+                 "--flag true|false. Lists: --flag a b c.",
+                 /*indent=*/0);
+  out += "\ngeneral:\n";
+  out += "  -h, --help\n";
+  append_wrapped(out, "Show this help and exit.");
+  out += "  --help_markdown\n";
+  append_wrapped(out,
+                 "Print the training arguments' reference (docs/arguments.md) as Markdown and "
+                 "exit.");
+  out += "  --config FILE.json\n";
+  append_wrapped(out,
+                 "Read flag values from a JSON object (as written to output_dir/"
+                 "training_args.json). A single positional FILE.json does the same.");
+
+  std::string group;
+  for (const OptionSpec& spec : training_args_options()) {
+    if (spec.group != group) {
+      group = spec.group;
+      out += "\ntraining arguments: " + group + ":\n";
+    }
+    append_option_help(out, spec);
+  }
+  if (!app_options_.empty()) {
+    out += "\napplication:\n";
+    for (const OptionSpec& spec : app_options_) append_option_help(out, spec);
+  }
+  return out;
+}
+
+TrainingArguments parse_args_or_exit(ArgumentParser& parser, int argc, char** argv) {
+  TrainingArguments args;
+  try {
+    if (!parser.parse(argc, argv, args)) {
+      std::cout.flush();
+      std::exit(0);
+    }
+  } catch (const ArgumentError& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    record_error_for_launcher(e.what());
+    std::exit(2);
+  }
+  return args;
+}
+
+int run_reporting_errors(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const ArgumentError& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    record_error_for_launcher(e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    record_error_for_launcher(e.what());
+    return 1;
+  }
+}
+
+}  // namespace ctrainer
