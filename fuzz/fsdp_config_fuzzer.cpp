@@ -2,7 +2,7 @@
 // fsdp_config file, read as TrainingArguments::validate reads them: fsdp_enabled,
 // read_fsdp_config, parse_fsdp. Bad input throws ArgumentError naming the flag or key.
 #include <ctrainer/core/errors.h>
-#include <ctrainer/trainer/sharding/fsdp_config.h>
+#include <ctrainer/distributed/fsdp_config.h>
 
 #include "fuzz_support.h"
 

@@ -9,6 +9,7 @@ Layers, lowest first; a file may include its own layer and the layers listed for
   trainer       the Trainer, its arguments, data, callbacks, ...:            all of the above
   examples      programs built on the library:                               all of the above
   benchmarks    the harness:                                                 all of the above, examples
+A leaf room (LEAF_ROOMS: trainer/args) may include only itself and the lower layers.
 tests/ and fuzz/ may include anything; cmake/, scripts/, docs/ and third_party/ hold no layered
 code. Any other top-level folder with C or C++ sources is an error until it is given a place here
 (and in cmake/CtrainerLayers.cmake, which enforces the same table when compiling and linking).
@@ -37,6 +38,12 @@ ALLOWED = {
     "trainer": {"core", "integrations", "models", "distributed"},
     "examples": {"core", "integrations", "models", "distributed", "trainer"},
     "benchmarks": {"core", "integrations", "models", "distributed", "trainer", "examples"},
+}
+# Rooms of a layer that are leaves: they may include lower layers and themselves, but no other
+# room of their layer (the arguments are read by every room, so they must depend on none).
+LEAF_ROOMS = {
+    "trainer/args": "the arguments are a leaf of trainer/ (parser, TrainingArguments, option "
+                    "specs): move what they need into a lower layer, or the check into its room",
 }
 # Top-level folders outside the layers: may include anything (tests, fuzz) or hold no C++.
 UNLAYERED = {"tests", "fuzz", "cmake", "scripts", "docs", "third_party"}
@@ -102,6 +109,11 @@ def violations(root: pathlib.Path):
                 target_layer = layer_of(target)
                 if target_layer is None and not target.startswith("../"):
                     continue  # a file outside the layers (the repository root, cmake/)
+                room = next((r for r in LEAF_ROOMS if source.startswith(r + "/")), None)
+                if room and target_layer == layer and not target.startswith(room + "/"):
+                    found.append(f"{source}:{line}: includes {name}, outside {room}/: "
+                                 f"{LEAF_ROOMS[room]}")
+                    continue
                 if target_layer == layer or target_layer in ALLOWED[layer]:
                     continue
                 found.append(f"{source}:{line}: includes {name} ({target_layer or 'outside the repository'}), "
@@ -110,20 +122,25 @@ def violations(root: pathlib.Path):
     return found
 
 
-def main(argv):
+def run_check(argv, name, find_violations, summary):
+    """The command line of a repository check: ROOT (default: this script's repository), one line
+    per violation on stdout, `summary` (with {count}) on stderr, exit status 0, 1, or 2 (usage)."""
     root = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1]
     if not (root / "trainer").is_dir():
-        print(f"check_layers: {root} has no trainer/ folder; pass the repository root",
-              file=sys.stderr)
+        print(f"{name}: {root} has no trainer/ folder; pass the repository root", file=sys.stderr)
         return 2
-    found = violations(root.resolve())
+    found = find_violations(root.resolve())
     for line in found:
-        print(line)
+        print(line, flush=True)
     if found:
-        print(f"check_layers: {len(found)} include(s) point up a layer (see docs/architecture.md)",
-              file=sys.stderr)
+        print(f"{name}: " + summary.format(count=len(found)), file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv):
+    return run_check(argv, "check_layers", violations,
+                     "{count} include(s) point up a layer (see docs/architecture.md)")
 
 
 if __name__ == "__main__":

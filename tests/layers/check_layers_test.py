@@ -127,6 +127,21 @@ class CheckLayersTest(unittest.TestCase):
                 self.assertIn(expected, result.stdout)
                 self.assertEqual(len(result.stdout.splitlines()), 1, result.stdout)
 
+    def test_the_arguments_room_includes_no_other_room_of_trainer(self):
+        with FakeTree({
+            "trainer/args/training_args.cpp":
+                "#include <ctrainer/trainer/args/training_args.h>\n"
+                "#include <ctrainer/distributed/fsdp_config.h>\n"
+                "#include <ctrainer/trainer/sharding/sharding_config.h>\n",
+            "trainer/sharding/sharding_config.cpp": "#include <ctrainer/trainer/args/training_args.h>\n",
+        }) as root:
+            result = run_checker(root)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertEqual(result.stdout.splitlines(), [
+            "trainer/args/training_args.cpp:3: includes ctrainer/trainer/sharding/sharding_config.h, "
+            "outside trainer/args/: the arguments are a leaf of trainer/ (parser, TrainingArguments, "
+            "option specs): move what they need into a lower layer, or the check into its room"])
+
     def test_a_root_without_trainer_is_a_usage_error(self):
         with tempfile.TemporaryDirectory() as empty:
             result = run_checker(empty)

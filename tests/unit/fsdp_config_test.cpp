@@ -1,11 +1,13 @@
-// --fsdp / --fsdp_config (trainer/sharding/fsdp_config.h) and the sharding glue
-// (trainer/sharding/sharding_config.h): transformers 5.24's readings, contradictions, refusals.
+// --fsdp / --fsdp_config (distributed/fsdp_config.h), the files as validate() reads them
+// (trainer/args/sharding_files.h) and the sharding glue (trainer/sharding/sharding_config.h):
+// transformers 5.24's readings, contradictions, refusals; each file read once.
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include <ctrainer/trainer/args/sharding_files.h>
 #include <ctrainer/trainer/sharding/sharding_config.h>
 
 #include "support/expect_error.h"
@@ -248,6 +250,40 @@ TEST(ShardingSetup, FsdpNeedsSeveralProcessesAndTurnsOnCheckpointing) {
   EXPECT_TRUE(args.gradient_checkpointing);
   TrainingArguments none;
   EXPECT_FALSE(resolve_sharding(none, two, model).enabled());
+}
+
+// The files are read once, by validate(): the Trainer resolves what was read, even when the file
+// has changed (or gone) since; changing a flag reads again.
+TEST(ShardingFiles, ValidateReadsEachFileOnceAndTheTrainerResolvesWhatItRead) {
+  const std::string path = write_temp("once.json", R"({"zero_optimization": {"stage": 2},
+      "train_micro_batch_size_per_gpu": "auto"})");
+  TrainingArguments args;
+  args.deepspeed = path;
+  args.validate();
+  ASSERT_TRUE(args.sharding_files);
+  const ShardingFiles* read = args.sharding_files.get();
+  std::ofstream(path) << "{ this is no longer JSON";
+  args.validate();  // the Trainer validates again: nothing is re-read
+  EXPECT_EQ(args.sharding_files.get(), read);
+  ProcessInfo two;
+  two.world_size = 2;
+  TinyModel model;
+  TrainingArguments copy = args;  // the Trainer keeps a copy
+  EXPECT_EQ(resolve_sharding(copy, two, model).options.stage, ShardingStage::kGradients);
+
+  // Another file: read now, and its error names it.
+  copy.deepspeed = write_temp("broken.json", "{ \"zero_optimization\": ");
+  expect_error([&] { resolve_sharding(copy, two, model); }, {"broken.json"});
+  expect_error([&] { copy.validate(); }, {"broken.json"});
+
+  TrainingArguments fsdp;
+  fsdp.fsdp = "shard_grad_op";
+  fsdp.fsdp_config = write_temp("fsdp_once.json", R"({"fsdp_activation_checkpointing": true})");
+  fsdp.validate();
+  std::filesystem::remove(*fsdp.fsdp_config);
+  const ShardingSetup setup = resolve_sharding(fsdp, two, model);
+  EXPECT_EQ(setup.options.stage, ShardingStage::kGradients);
+  EXPECT_TRUE(fsdp.gradient_checkpointing);
 }
 
 }  // namespace

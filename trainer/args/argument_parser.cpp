@@ -17,7 +17,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/core/errors.h>
@@ -28,7 +27,6 @@
 namespace ctrainer {
 namespace {
 
-namespace po = boost::program_options;
 using nlohmann::json;
 using namespace args_detail;
 
@@ -246,6 +244,129 @@ std::string unknown_flag_message(const std::string& flag, const std::vector<Opti
   return message;
 }
 
+/// A flag of the command line with the values it took, in command-line order.
+using BoundFlag = std::pair<const OptionSpec*, std::vector<std::string>>;
+
+/// The command line, bound: the JSON config files (`--config FILE` and the one positional
+/// FILE.json, in order) and every flag occurrence with its values.
+struct CommandLine {
+  std::vector<std::string> config_files;
+  std::vector<BoundFlag> flags;
+};
+
+/// Whether a token starts a flag rather than being a value: `--x` and `-x`, but not `-`, a
+/// negative number (`--max_steps -1`) or anything after a lone `--`.
+bool looks_like_flag(const std::string& token) {
+  if (token.size() < 2 || token[0] != '-') return false;
+  return token[1] == '-' || !(std::isdigit(static_cast<unsigned char>(token[1])) || token[1] == '.');
+}
+
+std::string missing_value_message(const std::string& name, const std::string& placeholder) {
+  return "--" + name + " needs a value: --" + name + " " + placeholder;
+}
+
+/// The one pass over argv: normalises each flag's name (aliases, `--foo-bar`, `--no_foo`), binds
+/// the values that follow it (`--flag=value` or separate tokens: one, or one or more for lists;
+/// a bare bool takes a following bool literal only) and collects the config files. Applying the
+/// result is ArgumentParser::parse's job.
+CommandLine bind_command_line(const std::vector<std::string>& raw,
+                              const std::function<const OptionSpec*(const std::string&)>& find,
+                              const std::vector<OptionSpec>& app_options) {
+  CommandLine out;
+  // Positional arguments are judged after the flags, so that a misspelt flag is named first.
+  std::vector<std::pair<size_t, std::string>> positionals;  // (place in config_files, token)
+  const auto positional = [&](const std::string& token) {
+    positionals.emplace_back(out.config_files.size(), token);
+  };
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const std::string& token = raw[i];
+    if (token == "--") {
+      for (size_t j = i + 1; j < raw.size(); ++j) positional(raw[j]);
+      break;
+    }
+    if (!looks_like_flag(token)) {
+      positional(token);
+      continue;
+    }
+    if (token.rfind("--", 0) != 0) throw ArgumentError(unknown_flag_message(token, app_options));
+    const size_t eq = token.find('=');
+    std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const std::optional<std::string> value =
+        eq == std::string::npos ? std::nullopt : std::optional<std::string>(token.substr(eq + 1));
+    std::replace(name.begin(), name.end(), '-', '_');  // HF accepts --local-rank for local_rank
+    // The value of a one-value flag: after '=', else the next token unless it is a flag.
+    const auto single_value = [&](const std::string& flag, const std::string& placeholder) {
+      if (value) return *value;
+      if (i + 1 < raw.size() && !looks_like_flag(raw[i + 1]) && raw[i + 1] != "--")
+        return raw[++i];
+      throw ArgumentError(missing_value_message(flag, placeholder));
+    };
+
+    if (name == "config") {
+      out.config_files.push_back(single_value("config", "FILE.json"));
+      continue;
+    }
+    const OptionSpec* spec = find(name);
+    bool negated = false;
+    if (spec == nullptr && name.rfind("no_", 0) == 0) {
+      // HfArgumentParser's complement flag for bools that default to true.
+      const OptionSpec* positive = find(name.substr(3));
+      if (positive != nullptr && positive->kind == OptionKind::kBool && !positive->optional &&
+          positive->default_text == "true") {
+        spec = positive;
+        negated = true;
+      }
+    }
+    if (spec == nullptr) throw ArgumentError(unknown_flag_message("--" + name, app_options));
+
+    if (negated) {
+      if (value) {
+        throw ArgumentError("--" + name + " takes no value; use --" + spec->name +
+                            " true|false instead");
+      }
+      out.flags.emplace_back(spec, std::vector<std::string>{"false"});
+    } else if (spec->kind == OptionKind::kBool) {
+      std::string bool_value = "true";
+      if (value) {
+        bool_value = *value;
+      } else if (i + 1 < raw.size() && (parse_bool_literal(raw[i + 1]) ||
+                                        (spec->optional && is_none_literal(raw[i + 1])))) {
+        bool_value = raw[++i];
+      } else if (i + 1 < raw.size() && raw[i + 1].rfind("-", 0) != 0 &&
+                 !ends_with(raw[i + 1], ".json")) {
+        // Not a flag and not the config file: a misspelt value (HF: "Truthy value expected").
+        throw ArgumentError("--" + spec->name + " takes true or false (also yes/no, 1/0), or " +
+                            "nothing for true; got '" + raw[i + 1] + "'");
+      }
+      out.flags.emplace_back(spec, std::vector<std::string>{bool_value});
+    } else if (spec->kind == OptionKind::kStringList && !value) {
+      std::vector<std::string> values;
+      while (i + 1 < raw.size() && !looks_like_flag(raw[i + 1]) && raw[i + 1] != "--")
+        values.push_back(raw[++i]);
+      if (values.empty())
+        throw ArgumentError(missing_value_message(spec->name, value_placeholder(*spec)));
+      out.flags.emplace_back(spec, std::move(values));
+    } else {
+      out.flags.emplace_back(
+          spec, std::vector<std::string>{single_value(spec->name, value_placeholder(*spec))});
+    }
+  }
+  for (size_t k = 0; k < positionals.size(); ++k) {
+    const std::string& token = positionals[k].second;
+    if (k > 0 || !ends_with(token, ".json")) {
+      throw ArgumentError("unexpected argument '" + token +
+                          "': flags start with --, and the only positional argument allowed "
+                          "is one .json config file");
+    }
+  }
+  // The positional file keeps its place among the --config files (command-line order).
+  if (!positionals.empty()) {
+    out.config_files.insert(out.config_files.begin() + static_cast<std::ptrdiff_t>(positionals[0].first),
+                            positionals[0].second);
+  }
+  return out;
+}
+
 }  // namespace
 
 /// Errors of enum values that a later setting of the same flag may still replace, as when the
@@ -379,116 +500,10 @@ bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments
     }
   }
 
-  // Normalise to a form Boost parses unambiguously: canonical names (aliases, `--foo-bar`,
-  // `--no_foo`) and every bool flag as `--flag=value`. Boost's implicit values never take a
-  // separate token, and an optional-value flag would swallow a following positional .json.
-  std::vector<std::string> tokens;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const std::string& token = raw[i];
-    if (token == "--") {
-      tokens.insert(tokens.end(), raw.begin() + static_cast<std::ptrdiff_t>(i), raw.end());
-      break;
-    }
-    if (token.size() <= 2 || token.rfind("--", 0) != 0) {
-      tokens.push_back(token);
-      continue;
-    }
-    const size_t eq = token.find('=');
-    std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    const std::optional<std::string> value =
-        eq == std::string::npos ? std::nullopt : std::optional<std::string>(token.substr(eq + 1));
-    std::replace(name.begin(), name.end(), '-', '_');  // HF accepts --local-rank for local_rank
-
-    if (name == "config") {
-      tokens.push_back(value ? "--config=" + *value : "--config");
-      continue;
-    }
-    const OptionSpec* spec = find(name);
-    bool negated = false;
-    if (spec == nullptr && name.rfind("no_", 0) == 0) {
-      // HfArgumentParser's complement flag for bools that default to true.
-      const OptionSpec* positive = find(name.substr(3));
-      if (positive != nullptr && positive->kind == OptionKind::kBool && !positive->optional &&
-          positive->default_text == "true") {
-        spec = positive;
-        negated = true;
-      }
-    }
-    if (spec == nullptr) throw ArgumentError(unknown_flag_message("--" + name, app_options_));
-
-    if (negated) {
-      if (value) {
-        throw ArgumentError("--" + name + " takes no value; use --" + spec->name +
-                            " true|false instead");
-      }
-      tokens.push_back("--" + spec->name + "=false");
-    } else if (spec->kind == OptionKind::kBool) {
-      std::string bool_value = "true";
-      if (value) {
-        bool_value = *value;
-      } else if (i + 1 < raw.size() && (parse_bool_literal(raw[i + 1]) ||
-                                        (spec->optional && is_none_literal(raw[i + 1])))) {
-        bool_value = raw[++i];
-      } else if (i + 1 < raw.size() && raw[i + 1].rfind("-", 0) != 0 &&
-                 !ends_with(raw[i + 1], ".json")) {
-        // Not a flag and not the config file: a misspelt value (HF: "Truthy value expected").
-        throw ArgumentError("--" + spec->name + " takes true or false (also yes/no, 1/0), or " +
-                            "nothing for true; got '" + raw[i + 1] + "'");
-      }
-      tokens.push_back("--" + spec->name + "=" + bool_value);
-    } else if (value && value->empty()) {
-      // Boost refuses `--flag=` with nothing after '=', but takes an empty separate token.
-      tokens.push_back("--" + spec->name);
-      tokens.push_back("");
-    } else {
-      tokens.push_back("--" + spec->name + (value ? "=" + *value : ""));
-    }
-  }
-
-  po::options_description description;
-  description.add_options()("config", po::value<std::string>(), "JSON config file");
-  const std::vector<OptionSpec>& app_options = app_options_;
-  for (const auto* list : {&training_args_options(), &app_options}) {
-    for (const OptionSpec& spec : *list) {
-      if (spec.kind == OptionKind::kStringList) {
-        description.add_options()(spec.name.c_str(),
-                                  po::value<std::vector<std::string>>()->multitoken());
-      } else {
-        description.add_options()(spec.name.c_str(), po::value<std::string>());
-      }
-    }
-  }
-  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-
-  po::parsed_options parsed(&description);
-  try {
-    parsed = po::command_line_parser(tokens).options(description).style(style).run();
-  } catch (const po::unknown_option& e) {
-    throw ArgumentError(unknown_flag_message(e.get_option_name(), app_options_));
-  } catch (const po::error& e) {
-    throw ArgumentError(e.what());
-  }
-
-  // Boost keeps every occurrence in command-line order; applying them in order makes the last
-  // occurrence win, as with argparse.
-  std::vector<std::string> config_files;
-  std::vector<std::pair<const OptionSpec*, std::vector<std::string>>> flags;
-  size_t positionals = 0;
-  for (const po::option& option : parsed.options) {
-    if (option.string_key.empty()) {
-      const std::string& token = option.value.at(0);
-      if (positionals++ > 0 || !ends_with(token, ".json")) {
-        throw ArgumentError("unexpected argument '" + token +
-                            "': flags start with --, and the only positional argument allowed "
-                            "is one .json config file");
-      }
-      config_files.push_back(token);
-    } else if (option.string_key == "config") {
-      config_files.push_back(option.value.at(0));
-    } else {
-      flags.emplace_back(find(option.string_key), option.value);
-    }
-  }
+  const CommandLine command_line = bind_command_line(
+      raw, [this](const std::string& name) { return find(name); }, app_options_);
+  const std::vector<std::string>& config_files = command_line.config_files;
+  const std::vector<BoundFlag>& flags = command_line.flags;
 
   TrainingArguments result = args;
   PendingErrors pending;

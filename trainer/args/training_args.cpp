@@ -12,7 +12,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/strings.h>
 #include <ctrainer/trainer/args/argument_parser.h>
-#include <ctrainer/trainer/sharding/sharding_config.h>
+#include <ctrainer/trainer/args/sharding_files.h>
 
 namespace ctrainer {
 namespace {
@@ -260,9 +260,9 @@ void TrainingArguments::validate() {
     }
   }
 
-  // ---- 5. sharding: --fsdp / --fsdp_config / --deepspeed read and checked now, so that a bad
-  // file fails before any training (trainer/sharding/sharding_config.h) ----
-  check_sharding_arguments(*this);
+  // ---- 5. sharding: --fsdp / --fsdp_config / --deepspeed read and checked now, once, so that a
+  // bad file fails before any training (args/sharding_files.h) ----
+  sharding_files = read_sharding_files(*this);
 
   // ---- 6. features that have not landed yet ----
   // One line per feature, after the checks above so that a bad value still gets its specific

@@ -3,6 +3,7 @@
 /// and defaults. Parsed from the command line and/or JSON by ArgumentParser (argument_parser.h),
 /// or filled in code. `validate()` must pass before a Trainer uses it.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include <ctrainer/trainer/args/choices.h>
 
 namespace ctrainer {
+
+struct ShardingFiles;
 
 /// Hugging Face Trainer arguments. Field names, meanings and defaults follow
 /// transformers.TrainingArguments; deviations are documented on the field.
@@ -159,6 +162,9 @@ struct TrainingArguments {
   std::string fsdp;
   std::optional<std::string> fsdp_config;
   std::optional<std::string> deepspeed;
+  /// The files of fsdp_config and deepspeed as validate() read them (args/sharding_files.h);
+  /// the Trainer resolves these instead of reading the files again. Not a flag.
+  std::shared_ptr<const ShardingFiles> sharding_files;
 
   /// Checks ranges and contradictions, fills derived defaults as transformers does (do_eval,
   /// eval_steps, run_name, metric_for_best_model, greater_is_better; dataloader_pin_memory=false

@@ -3,6 +3,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/json_config.h>
 #include <ctrainer/core/logging.h>
+#include <ctrainer/trainer/args/sharding_files.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 
 namespace ctrainer {
@@ -81,25 +82,6 @@ std::optional<int64_t> model_hidden_size(const Model& model) {
 
 }  // namespace
 
-void check_sharding_arguments(const TrainingArguments& args) {
-  const bool fsdp = fsdp_enabled(args.fsdp);
-  if (fsdp && args.deepspeed)
-    throw ArgumentError("--fsdp " + args.fsdp + " together with --deepspeed " + *args.deepspeed +
-                        ": Using --fsdp xxx together with --deepspeed is not possible, "
-                        "deactivate one of those flags.");
-  if (args.fsdp_config && !fsdp)
-    throw ArgumentError("--fsdp_config " + *args.fsdp_config +
-                        " is only read with --fsdp; add --fsdp (e.g. --fsdp true or --fsdp "
-                        "full_shard) or remove --fsdp_config");
-  if (fsdp) {
-    const nlohmann::json config =
-        args.fsdp_config ? read_fsdp_config(*args.fsdp_config) : nlohmann::json::object();
-    parse_fsdp(args.fsdp, config,
-               args.fsdp_config ? "--fsdp_config " + *args.fsdp_config : "--fsdp_config");
-  }
-  if (args.deepspeed) DeepSpeedConfig::from_file(*args.deepspeed);
-}
-
 DeepSpeedTrainerArgs deepspeed_trainer_args(const TrainingArguments& args, int64_t world_size) {
   DeepSpeedTrainerArgs out;
   out.world_size = world_size;
@@ -121,8 +103,8 @@ DeepSpeedTrainerArgs deepspeed_trainer_args(const TrainingArguments& args, int64
 ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& process,
                                const Model& model) {
   ShardingSetup setup;
-  check_sharding_arguments(args);
-  if (fsdp_enabled(args.fsdp)) {
+  const std::shared_ptr<const ShardingFiles> files = read_sharding_files(args);
+  if (files->fsdp_setup) {
     setup.source = "--fsdp";
     if (!process.is_distributed())
       throw ArgumentError("--fsdp " + args.fsdp +
@@ -130,9 +112,7 @@ ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& proce
                           "processes (ctrainer-run, torchrun, srun) or remove --fsdp");
     const std::string source =
         args.fsdp_config ? "--fsdp_config " + *args.fsdp_config : "--fsdp_config";
-    setup.fsdp = parse_fsdp(
-        args.fsdp,
-        args.fsdp_config ? read_fsdp_config(*args.fsdp_config) : nlohmann::json::object(), source);
+    setup.fsdp = files->fsdp_setup;
     setup.options = setup.fsdp->options;
     if (setup.fsdp->activation_checkpointing && !args.gradient_checkpointing) {
       args.gradient_checkpointing = true;
@@ -144,9 +124,9 @@ ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& proce
           "the same recomputation",
           source);
     }
-  } else if (args.deepspeed) {
+  } else if (files->deepspeed_config) {
     setup.source = "--deepspeed " + *args.deepspeed;
-    DeepSpeedConfig ds = DeepSpeedConfig::from_file(*args.deepspeed);
+    DeepSpeedConfig ds = *files->deepspeed_config;
     ds.trainer_config_process(deepspeed_trainer_args(args, process.world_size));
     ds.fill_hidden_size_keys(model_hidden_size(model));
     setup.options = options_from_zero(ds.zero(), setup.source);

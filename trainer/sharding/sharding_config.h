@@ -1,7 +1,8 @@
 #pragma once
 /// \file The glue between the sharding front ends (--fsdp / --fsdp_config, --deepspeed) and the
-/// Trainer: checks at validate() time, resolution against the launch environment and the model
-/// when the Trainer is built, and transformers' trainer_config_finalize when training starts.
+/// Trainer, in one place: what validate() read (args/sharding_files.h) resolved against the
+/// launch environment and the model when the Trainer is built, and transformers'
+/// trainer_config_finalize when training starts.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,9 +11,9 @@
 #include <ctrainer/distributed/sharding_options.h>
 #include <ctrainer/integrations/deepspeed_config.h>
 #include <ctrainer/models/model.h>
+#include <ctrainer/distributed/fsdp_config.h>
 #include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
-#include <ctrainer/trainer/sharding/fsdp_config.h>
 
 namespace ctrainer {
 
@@ -48,16 +49,11 @@ struct ShardingSetup {
   bool enabled() const { return !source.empty(); }
 };
 
-/// TrainingArguments::validate()'s part: --fsdp with --deepspeed is refused (transformers'
-/// message), --fsdp_config without --fsdp is refused, and the files are read and checked (JSON
-/// syntax with FILE:LINE:COLUMN, keys, values), so bad input fails before any training.
-void check_sharding_arguments(const TrainingArguments& args);
-
 /// The DeepSpeedTrainerArgs transformers reads from `args`, with the world size of `process`.
 DeepSpeedTrainerArgs deepspeed_trainer_args(const TrainingArguments& args, int64_t world_size);
 
-/// When the Trainer is built (after validate(), before precision and strategy): parses the
-/// front end that was given, fills ShardingOptions, runs transformers' trainer_config_process
+/// When the Trainer is built (after validate(), before precision and strategy): takes the files
+/// validate() read (reading them only if the flags changed since), fills ShardingOptions, runs transformers' trainer_config_process
 /// and the model's hidden-size "auto" keys for DeepSpeed, and applies what the config implies
 /// to `args` (fp16/bf16, max_grad_norm = gradient_clipping; fsdp activation_checkpointing →
 /// gradient_checkpointing), logging each change. --fsdp needs several processes, as in

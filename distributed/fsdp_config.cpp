@@ -1,4 +1,4 @@
-#include <ctrainer/trainer/sharding/fsdp_config.h>
+#include <ctrainer/distributed/fsdp_config.h>
 
 #include <algorithm>
 #include <cctype>
