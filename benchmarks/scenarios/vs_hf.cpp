@@ -147,6 +147,7 @@ VsHfOptions parse_options(const BenchOptions& options) {
   if (padding != "max_length" && padding != "dynamic")
     throw std::runtime_error("--padding must be max_length or dynamic, got '" + padding + "'");
   o.settings.dynamic_padding = padding == "dynamic";
+  o.settings.full_last_layer = options.flags.count("full_last_layer") > 0;
   o.settings.threads = kThreads;
   o.settings.optim = flag_or(options, "optim", "auto");
   if (o.settings.optim != "auto" && o.settings.optim != "adamw_torch" &&
@@ -462,7 +463,9 @@ BenchResult run_vs_hf(const BenchOptions& options) {
                                    : paths.examples_data() + "/configs/" + w.config_file;
     const ModelShape shape = read_model_shape(config);
     flops[w.name] = {training_flops_per_sample(shape, w.max_seq_length),
-                     ctrainer_training_flops_per_sample(shape, w.max_seq_length)};
+                     o.settings.full_last_layer
+                         ? training_flops_per_sample(shape, w.max_seq_length)
+                         : ctrainer_training_flops_per_sample(shape, w.max_seq_length)};
     for (int64_t round = 0; round < o.rounds; ++round) {
       for (std::size_t k = 0; k < std::size(kSides); ++k) {
         const Side side = kSides[(k + static_cast<std::size_t>(round)) % std::size(kSides)];
@@ -524,6 +527,12 @@ BenchResult run_vs_hf(const BenchOptions& options) {
       kThreads, kThreads, kThreads);
   c["optim"] = o.settings.optim;
   c["optim_choice"] = o.optim_reason;
+  c["last_layer"] = o.settings.full_last_layer
+                        ? "equal FLOPs: run_glue --full_last_layer computes every position of "
+                          "the last encoder layer, as the other sides do"
+                        : "ctrainer's default: the last encoder layer computes only the [CLS] "
+                          "row the classifier reads (fewer FLOPs than the other sides; see "
+                          "training_gflops_per_sample_ctrainer)";
   c["padding"] = o.settings.dynamic_padding ? "dynamic (pad_to_max_length false)"
                                             : "to max_seq_length (run_glue.py's default)";
   c["dataloading"] =
@@ -579,6 +588,9 @@ Scenario vs_hf_scenario() {
            {"seeds", "LIST",
             "comma-separated seeds, round r uses the r-th (default 42; at most --rounds)"},
            {"keep_runs", "", "keep each run's folder (logs, outputs) under the temp dir"},
+           {"full_last_layer", "",
+            "run_glue --full_last_layer: our side computes every position of the last layer, "
+            "the same FLOPs as the other sides (the trainer alone is compared)"},
            {"no_profile", "",
             "run_glue without --profile_steps (no GPU synchronisation per phase; no start-to-first-"
             "step or phases for our side)"}}};

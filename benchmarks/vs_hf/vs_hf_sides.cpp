@@ -303,6 +303,7 @@ std::vector<std::string> side_command(Side side, const Workload& w, const Paths&
       cmd.push_back("--use_cpu");
     if (s.bf16) cmd.push_back("--bf16");
     if (s.profile_steps) add("profile_steps", "10");
+    if (s.full_last_layer) cmd.push_back("--full_last_layer");
   } else {
     add("threads", std::to_string(s.threads));
     add("device", s.cuda ? "cuda" : "cpu");

@@ -82,6 +82,9 @@ struct RunSettings {
   bool dynamic_padding = false;  ///< else pad to max_seq_length (run_glue.py's default)
   std::string optim;             ///< the same on every side
   bool profile_steps = false;    ///< pass --profile_steps to run_glue
+  /// Pass --full_last_layer to run_glue: our side computes the model's FLOPs, as the others do
+  /// (else its last layer computes only the [CLS] row the classifier reads).
+  bool full_last_layer = false;
   int threads = 2;
   int64_t seed = 42;  ///< --seed of every side (run_glue.py's default 42)
 };

@@ -68,6 +68,12 @@ void GlueArguments::register_flags(ctrainer::ArgumentParser& parser) {
   parser.add_option("ignore_mismatched_sizes", &model.ignore_mismatched_sizes,
                     "Re-initialise checkpoint weights whose shape differs from the model's (a "
                     "classifier head with another number of labels) instead of failing.");
+  parser.add_option("full_last_layer", &model.full_last_layer,
+                    "ctrainer's: compute every position in the last encoder layer, as "
+                    "transformers does. By default a BERT classifier's last layer computes the "
+                    "[CLS] row alone, the only one the head reads (same values and gradients, "
+                    "less work); this flag makes the FLOPs equal to transformers' for a "
+                    "comparison of the trainers alone.");
 }
 
 void GlueArguments::validate(const ctrainer::TrainingArguments& args) const {

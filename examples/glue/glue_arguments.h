@@ -47,6 +47,9 @@ struct ModelArguments {
   /// Re-initialise checkpoint weights whose shape differs (e.g. a head with another number of
   /// labels) instead of failing.
   bool ignore_mismatched_sizes = false;
+  /// ctrainer's: compute every position in the last encoder layer, as transformers does, instead
+  /// of only the rows the classification head reads (equal FLOPs for comparisons).
+  bool full_last_layer = false;
 };
 
 struct GlueArguments {

@@ -9,6 +9,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/json_file.h>
 #include <ctrainer/core/strings.h>
+#include <ctrainer/models/bert/bert_for_sequence_classification.h>
 #include <ctrainer/models/registry/model_registry.h>
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
 #include <ctrainer/trainer/runtime/logging.h>
@@ -97,6 +98,15 @@ ModelBundle load_model_and_tokenizer(const ModelArguments& model_args,
     bundle.model = ctrainer::AutoModel::from_config(*config, kTask);
     ctrainer::logging::logger()->info("Training a new model from scratch with {} ({} parameters)",
                                       config_path, bundle.model->num_parameters());
+  }
+  if (model_args.full_last_layer) {
+    // The one model with the [CLS]-only shortcut; every other model computes every row already.
+    if (auto* bert = dynamic_cast<ctrainer::BertForSequenceClassification*>(bundle.model.get())) {
+      bert->set_full_last_layer(true);
+      ctrainer::logging::logger()->info(
+          "--full_last_layer: the last encoder layer computes every position, as transformers "
+          "does (its FLOPs), not only the [CLS] row the classifier reads");
+    }
   }
   bundle.config = std::move(config);
   return bundle;

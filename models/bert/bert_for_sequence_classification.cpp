@@ -111,6 +111,12 @@ void BertForSequenceClassification::gradient_checkpointing_enable(bool enable) {
 }
 
 at::Tensor BertForSequenceClassification::pooled_output(const Batch& batch) {
+  if (full_last_layer_) {
+    return bert
+        ->forward(batch.at("input_ids"), optional_input(batch, "attention_mask"),
+                  optional_input(batch, "token_type_ids"))
+        .pooler_output;
+  }
   // Only [CLS] reaches the classifier: the last layer computes that row alone (HF computes every
   // row and drops all but one; the values and gradients are the same).
   return bert->pooled_output(batch.at("input_ids"), optional_input(batch, "attention_mask"),

@@ -68,6 +68,13 @@ class BertForSequenceClassification : public Model {
   /// encoder and pooler only (for tests and feature extraction).
   at::Tensor pooled_output(const Batch& batch);
 
+  /// By default the last encoder layer computes the [CLS] row alone, the only one the
+  /// classifier reads (same values and gradients as transformers, ~1/num_hidden_layers less
+  /// encoder work). `true` computes every row as transformers does: the same FLOPs, for
+  /// comparisons that must not credit the shortcut to the trainer (run_glue --full_last_layer).
+  void set_full_last_layer(bool full) { full_last_layer_ = full; }
+  bool full_last_layer() const { return full_last_layer_; }
+
   /// config.json contents: BertConfig::to_json() with architectures = [this class].
   std::optional<nlohmann::json> config() const override;
   const BertConfig& bert_config() const { return config_; }
@@ -86,6 +93,7 @@ class BertForSequenceClassification : public Model {
   at::Tensor compute_loss(const at::Tensor& logits, const at::Tensor& labels);
 
   BertConfig config_;
+  bool full_last_layer_ = false;
 };
 
 }  // namespace ctrainer

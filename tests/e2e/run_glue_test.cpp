@@ -252,6 +252,42 @@ TEST_F(RunGlueInputTest, TwoProcessesTrainTheOneProcessModel) {
   EXPECT_GE(losses, 2);
 }
 
+// --full_last_layer (equal FLOPs for vs_hf) computes every row of the last layer: the run says
+// so and trains the model the [CLS]-only default trains (dropout off; float rounding only).
+TEST_F(RunGlueInputTest, FullLastLayerTrainsTheDefaultsModelAndSaysSo) {
+  const fs::path source = fs::path(CTRAINER_EXAMPLES_DATA_DIR) / "glue" / "MRPC";
+  write_slice(source / "train.tsv", dir_ / "data" / "train.tsv", 64, true);
+  write_slice(source / "dev.tsv", dir_ / "data" / "dev.tsv", 24, true);
+  std::ofstream(dir_ / "config.json") << R"({"model_type": "bert", "vocab_size": 30522,
+      "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+      "intermediate_size": 32, "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+      "attention_probs_dropout_prob": 0.0})";
+  const std::string flags = " --do_train --do_eval --learning_rate 1e-3 --logging_steps 1";
+  Result cls_only = run(base("mrpc") + flags);
+  ASSERT_EQ(cls_only.exit_code, 0) << cls_only.output;
+  EXPECT_EQ(cls_only.output.find("--full_last_layer"), std::string::npos) << cls_only.output;
+  const auto eval_cls_only = read_json(dir_ / "out" / "eval_results.json");
+  const auto log_cls_only = read_json(dir_ / "out" / "trainer_state.json").at("log_history");
+  fs::remove_all(dir_ / "out");
+  Result full = run(base("mrpc") + flags + " --full_last_layer");
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_NE(full.output.find("--full_last_layer: the last encoder layer computes every position"),
+            std::string::npos)
+      << full.output;
+  EXPECT_NEAR(read_json(dir_ / "out" / "eval_results.json").at("eval_loss").get<double>(),
+              eval_cls_only.at("eval_loss").get<double>(), 1e-5);
+  const auto log_full = read_json(dir_ / "out" / "trainer_state.json").at("log_history");
+  ASSERT_EQ(log_full.size(), log_cls_only.size());
+  int losses = 0;
+  for (size_t i = 0; i < log_full.size(); ++i)
+    if (log_full[i].contains("loss")) {
+      ++losses;
+      EXPECT_NEAR(log_full[i].at("loss").get<double>(), log_cls_only[i].at("loss").get<double>(),
+                  1e-5);
+    }
+  EXPECT_GE(losses, 4);
+}
+
 TEST_F(RunGlueInputTest, ExplicitFilesReplaceDataDir) {
   // Any file names, read in the task's layout; the test file has no labels.
   {

@@ -102,6 +102,32 @@ TEST_F(BertModelTest, LogitsAndPooledOutputMatchTheReference) {
   expect_close(model->pooled_output(batch), tensor_of(reference()["pooled_output"], at::kDouble));
 }
 
+// run_glue --full_last_layer: every row of the last layer computed, as transformers does. The
+// reference logits still match, and loss and every gradient equal the [CLS]-only default's.
+TEST_F(BertModelTest, TheFullLastLayerGivesTheSameLogitsLossAndGradients) {
+  auto model = tiny_model();
+  EXPECT_FALSE(model->full_last_layer());
+  Batch batch = reference_inputs();
+  batch.set("labels", at::zeros({batch.at("input_ids").size(0)}, at::kLong));
+  const auto loss_and_gradients = [&] {
+    model->zero_grad();
+    ModelOutput out = model->forward(batch);
+    out.loss.backward();
+    std::vector<at::Tensor> gradients;
+    for (const at::Tensor& p : model->parameters()) gradients.push_back(p.grad().clone());
+    return std::make_pair(out, gradients);
+  };
+  const auto [cls_only, cls_only_gradients] = loss_and_gradients();
+  model->set_full_last_layer(true);
+  const auto [full, full_gradients] = loss_and_gradients();
+  expect_close(full.logits, tensor_of(reference()["logits"]["gelu"], at::kDouble));
+  expect_close(full.logits, cls_only.logits, 1e-6);
+  expect_close(full.loss, cls_only.loss, 1e-6);
+  ASSERT_EQ(full_gradients.size(), cls_only_gradients.size());
+  for (size_t i = 0; i < full_gradients.size(); ++i)
+    expect_close(full_gradients[i], cls_only_gradients[i], 1e-6);
+}
+
 TEST_F(BertModelTest, EveryHiddenActivationMatchesTheReference) {
   for (const std::string act : {"gelu", "gelu_new", "relu"}) {
     BertConfig config = BertConfig::from_json_file((tiny_dir() / "config.json").string());
