@@ -26,9 +26,13 @@ import pathlib
 import re
 import sys
 
-# Files where every measurement must carry its source. Others are checked where they carry
-# markers (benchmarks/results/*.md notes are being converted; issue 31).
-COVERED = ["README.md", "docs/benchmarks.md"]
+# Files where every measurement must carry its source (globs). Others are checked where they
+# carry markers: sharding.md, trainer_overhead.md, vs_hf.md and the results README's readings
+# are not converted yet (issue 31).
+COVERED = ["README.md", "docs/*.md", "benchmarks/results/tokenizer.md",
+           "benchmarks/results/dataloader.md", "benchmarks/results/precision.md",
+           "benchmarks/results/gradient_checkpointing.md", "benchmarks/results/checkpoint_io.md",
+           "benchmarks/results/ddp.md"]
 MARKED_FILES = ["README.md", "docs/*.md", "benchmarks/results/*.md", "benchmarks/gpu/*.md"]
 
 NUMBER = r"[-+−]?\d+(?:,\d{3})*(?:\.\d+)?"
@@ -39,7 +43,7 @@ SHOWN_BEFORE = re.compile(
 MEASUREMENT = re.compile(
     r"(?<![\w.#/-])(?:\d+\s*min\s+\d+(?:\.\d+)?\s*s|" + NUMBER +
     r"\s?(?:×|x\b|%|\s?(?:s|ms|min|minutes|GFLOP/s|MB/s|MB|GB|MiB|GiB|KB|samples/s|tokens/s|pt)\b))")
-CODE = re.compile(r"`[^`\n]*`")
+CODE = re.compile(r"`[^`]*`")  # code spans may wrap lines
 
 
 def value_at(document, path):
@@ -88,7 +92,8 @@ def shown_matches(shown, value, conversion):
 def check_file(root, path, results, problems, listing):
     text = path.read_text(encoding="utf-8")
     relative = path.relative_to(root).as_posix()
-    for marker in MARKER.finditer(text):
+    masked = CODE.sub(lambda m: " " * len(m.group(0)), text)  # a marker quoted in code is prose
+    for marker in MARKER.finditer(masked):
         body = marker.group("body").strip()
         line = text.count("\n", 0, marker.start()) + 1
         where = f"{relative}:{line}"
@@ -147,8 +152,9 @@ def main(argv):
             if path not in seen:
                 seen.add(path)
                 check_file(root, path, results, problems, listing)
-    for relative in COVERED:
-        unmarked_measurements(root, relative, problems)
+    for pattern in COVERED:
+        for path in sorted(root.glob(pattern)):
+            unmarked_measurements(root, path.relative_to(root).as_posix(), problems)
     for problem in problems:
         print(problem)
     if problems:
