@@ -15,9 +15,9 @@ RESULT = {"scenario": "x", "metrics": {"ratio": 1.9661898, "share": 0.1811, "ste
                                        "sweep": [{"v": 0.98}]}}
 
 
-def run(readme=None, benchmarks=None, root=None):
+def run(readme=None, benchmarks=None, results_readme=None):
     """Runs the checker on the repository (root=None and no text) or on a fake tree."""
-    if readme is None and benchmarks is None:
+    if readme is None and benchmarks is None and results_readme is None:
         return subprocess.run([sys.executable, str(CHECKER), str(REPO)], capture_output=True,
                               text=True, check=False)
     with tempfile.TemporaryDirectory() as folder:
@@ -27,6 +27,7 @@ def run(readme=None, benchmarks=None, root=None):
         (root / "benchmarks" / "results" / "x.json").write_text(json.dumps(RESULT))
         (root / "README.md").write_text(readme or "")
         (root / "docs" / "benchmarks.md").write_text(benchmarks or "")
+        (root / "benchmarks" / "results" / "README.md").write_text(results_readme or "")
         return subprocess.run([sys.executable, str(CHECKER), str(root)], capture_output=True,
                               text=True, check=False)
 
@@ -69,6 +70,15 @@ class PublishedNumbersTest(unittest.TestCase):
                 self.assertEqual(result.returncode, 1, result.stdout)
                 self.assertIn("docs/benchmarks.md:1:", result.stdout)
                 self.assertIn("has no source", result.stdout)
+
+
+    def test_what_the_report_generates_needs_no_marker(self):
+        generated = ("<!-- generated:begin x -->\n| ours | 1.97× | 821 MB |\n"
+                     "<!-- generated:end x -->\n")
+        self.assertEqual(run(results_readme=generated).returncode, 0)
+        result = run(results_readme=generated + "A reading: 1.97× HF.\n")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("benchmarks/results/README.md:4:", result.stdout)
 
 
 if __name__ == "__main__":
