@@ -258,7 +258,8 @@ struct CommandLine {
 /// negative number (`--max_steps -1`) or anything after a lone `--`.
 bool looks_like_flag(const std::string& token) {
   if (token.size() < 2 || token[0] != '-') return false;
-  return token[1] == '-' || !(std::isdigit(static_cast<unsigned char>(token[1])) || token[1] == '.');
+  return token[1] == '-' ||
+         !(std::isdigit(static_cast<unsigned char>(token[1])) || token[1] == '.');
 }
 
 std::string missing_value_message(const std::string& name, const std::string& placeholder) {
@@ -297,8 +298,7 @@ CommandLine bind_command_line(const std::vector<std::string>& raw,
     // The value of a one-value flag: after '=', else the next token unless it is a flag.
     const auto single_value = [&](const std::string& flag, const std::string& placeholder) {
       if (value) return *value;
-      if (i + 1 < raw.size() && !looks_like_flag(raw[i + 1]) && raw[i + 1] != "--")
-        return raw[++i];
+      if (i + 1 < raw.size() && !looks_like_flag(raw[i + 1]) && raw[i + 1] != "--") return raw[++i];
       throw ArgumentError(missing_value_message(flag, placeholder));
     };
 
@@ -361,8 +361,9 @@ CommandLine bind_command_line(const std::vector<std::string>& raw,
   }
   // The positional file keeps its place among the --config files (command-line order).
   if (!positionals.empty()) {
-    out.config_files.insert(out.config_files.begin() + static_cast<std::ptrdiff_t>(positionals[0].first),
-                            positionals[0].second);
+    out.config_files.insert(
+        out.config_files.begin() + static_cast<std::ptrdiff_t>(positionals[0].first),
+        positionals[0].second);
   }
   return out;
 }

@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
+#include <ctrainer/distributed/fsdp_config.h>
 #include <ctrainer/distributed/process_info.h>
 #include <ctrainer/distributed/sharding_options.h>
 #include <ctrainer/integrations/deepspeed_config.h>
 #include <ctrainer/models/model.h>
-#include <ctrainer/distributed/fsdp_config.h>
 #include <ctrainer/trainer/args/training_args.h>
 #include <ctrainer/trainer/precision/grad_scaler.h>
 
@@ -53,11 +53,11 @@ struct ShardingSetup {
 DeepSpeedTrainerArgs deepspeed_trainer_args(const TrainingArguments& args, int64_t world_size);
 
 /// When the Trainer is built (after validate(), before precision and strategy): takes the files
-/// validate() read (reading them only if the flags changed since), fills ShardingOptions, runs transformers' trainer_config_process
-/// and the model's hidden-size "auto" keys for DeepSpeed, and applies what the config implies
-/// to `args` (fp16/bf16, max_grad_norm = gradient_clipping; fsdp activation_checkpointing →
-/// gradient_checkpointing), logging each change. --fsdp needs several processes, as in
-/// transformers ("Using fsdp only works in distributed training.").
+/// validate() read (reading them only if the flags changed since), fills ShardingOptions, runs
+/// transformers' trainer_config_process and the model's hidden-size "auto" keys for DeepSpeed, and
+/// applies what the config implies to `args` (fp16/bf16, max_grad_norm = gradient_clipping; fsdp
+/// activation_checkpointing → gradient_checkpointing), logging each change. --fsdp needs several
+/// processes, as in transformers ("Using fsdp only works in distributed training.").
 ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& process,
                                const Model& model);
 
