@@ -8,7 +8,8 @@ renderers hide:
     0.305<!--#vs_hf_w1_epoch metrics.w1_b8.ctrainer.fraction_of_gemm_peak.median-->
     9 min 56 s<!--#build_and_test_times metrics.ctest_built_tree_s min:s-->
 
-NAME is benchmarks/results/NAME.json, PATH a dotted path into it (a list index is a number).
+NAME is benchmarks/results/NAME.json (gpu/NAME: benchmarks/gpu/results/NAME.json, the GPU
+recipes' results), PATH a dotted path into it (a list index is a number).
 An optional last word converts the value before it is compared: `*N` or `/N` (`*100`: a fraction
 shown as a percentage or in points; `/1e6`: bytes shown in MB; `/1000`: ms shown as s), or `min:s`
 (seconds shown as "M min S s").
@@ -27,20 +28,20 @@ import re
 import sys
 
 # Files where every measurement must carry its source (globs). Others are checked where they
-# carry markers: benchmarks/gpu/README.md is not converted yet (issue 31).
+# carry markers.
 COVERED = ["README.md", "docs/*.md", "benchmarks/results/tokenizer.md",
            "benchmarks/results/dataloader.md", "benchmarks/results/precision.md",
            "benchmarks/results/gradient_checkpointing.md", "benchmarks/results/checkpoint_io.md",
            "benchmarks/results/ddp.md", "benchmarks/results/sharding.md",
            "benchmarks/results/trainer_overhead.md", "benchmarks/results/README.md",
-           "benchmarks/results/vs_hf.md"]
+           "benchmarks/results/vs_hf.md", "benchmarks/gpu/README.md"]
 MARKED_FILES = ["README.md", "docs/*.md", "benchmarks/results/*.md", "benchmarks/gpu/*.md"]
 
 NUMBER = r"[-+−]?\d+(?:,\d{3})*(?:\.\d+)?"
 MARKER = re.compile(r"<!--#(?P<body>[^>]*?)-->")
 SHOWN_BEFORE = re.compile(
     r"(?P<minutes>\d+)\s*min\s+(?P<seconds>\d+(?:\.\d+)?)\s*s\**$|(?P<number>" + NUMBER +
-    r")\s*(?:×|x|%|pt|s|ms|min|MB|GB|MiB|GiB|KB|GFLOP/s|MB/s|samples/s|tokens/s)?\**$")
+    r")\s*(?:×|x|%|pt|s|ms|min|MB|GB|MiB|GiB|KB|GFLOP/s|TFLOP/s|MB/s|samples/s|tokens/s)?\**$")
 MEASUREMENT = re.compile(
     r"(?<![\w.#/-])(?:\d+\s*min\s+\d+(?:\.\d+)?\s*s|" + NUMBER +
     r"\s?(?:×|x\b|%|\s?(?:s|ms|min|minutes|GFLOP/s|MB/s|MB|GB|MiB|GiB|KB|samples/s|tokens/s|pt)\b))")
@@ -149,6 +150,8 @@ def main(argv):
     results = {}
     for path in sorted((root / "benchmarks" / "results").glob("*.json")):
         results[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    for path in sorted((root / "benchmarks" / "gpu" / "results").glob("*.json")):
+        results["gpu/" + path.stem] = json.loads(path.read_text(encoding="utf-8"))
     problems = []
     seen = set()
     for pattern in MARKED_FILES:
