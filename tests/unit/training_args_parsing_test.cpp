@@ -155,6 +155,17 @@ TEST(ArgumentParserTest, ALoggingDirThatIsAFileIsRefusedForTensorBoard) {
   EXPECT_EQ(parse_ok({"--report_to", "none", "--logging_dir", file}).logging_dir, file);
 }
 
+// Found by fuzz/command_line_fuzzer.cpp: a value that is not UTF-8 parsed, then made writing
+// training_args.json throw nlohmann's type_error in the middle of a run.
+TEST(ArgumentParserTest, AValueThatIsNotUtf8IsRefusedNamingItsFlag) {
+  EXPECT_EQ(parse_error({"--seed", "1", "--label_names", "labels", "extr\x9f\xf2ry"}),
+            "argument 5 (after --label_names) is not valid UTF-8 (byte 4): flags and their values "
+            "must be UTF-8 text, as training_args.json is JSON");
+  EXPECT_NE(parse_error({"--output_dir", "out\xff"}).find("argument 2 (after --output_dir)"),
+            std::string::npos);
+  EXPECT_EQ(parse_ok({"--run_name", "caf\xc3\xa9"}).run_name, "caf\xc3\xa9");  // UTF-8 is fine
+}
+
 TEST(ArgumentParserTest, MissingValueIsAnError) {
   EXPECT_NE(parse_error({"--seed"}).find("seed"), std::string::npos);
   EXPECT_NE(parse_error({"--seed", "--do_train"}).find("seed"), std::string::npos);

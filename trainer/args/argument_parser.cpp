@@ -21,6 +21,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/launcher_error_file.h>
+#include <ctrainer/models/tokenizers/unicode.h>
 #include <ctrainer/trainer/args/choices.h>
 #include <ctrainer/trainer/args/option_codec.h>
 
@@ -244,6 +245,15 @@ std::string unknown_flag_message(const std::string& flag, const std::vector<Opti
   return message;
 }
 
+/// Throws unless `value` is UTF-8: the arguments end up in training_args.json (JSON is UTF-8),
+/// and a message that quoted the bytes would itself be invalid. `where` names the value.
+void require_utf8(const std::string& value, const std::string& where) {
+  if (const std::optional<size_t> bad = unicode::first_invalid_utf8(value))
+    throw ArgumentError(where + " is not valid UTF-8 (byte " + std::to_string(*bad) +
+                        "): flags and their values must be UTF-8 text, as training_args.json is "
+                        "JSON");
+}
+
 /// A flag of the command line with the values it took, in command-line order.
 using BoundFlag = std::pair<const OptionSpec*, std::vector<std::string>>;
 
@@ -279,6 +289,12 @@ CommandLine bind_command_line(const std::vector<std::string>& raw,
   const auto positional = [&](const std::string& token) {
     positionals.emplace_back(out.config_files.size(), token);
   };
+  std::string last_flag;  // the flag a value belongs to, for the message
+  for (size_t i = 0; i < raw.size(); ++i) {
+    require_utf8(raw[i], "argument " + std::to_string(i + 1) +
+                             (last_flag.empty() ? std::string() : " (after " + last_flag + ")"));
+    if (looks_like_flag(raw[i])) last_flag = raw[i].substr(0, raw[i].find('='));
+  }
   for (size_t i = 0; i < raw.size(); ++i) {
     const std::string& token = raw[i];
     if (token == "--") {
@@ -475,6 +491,7 @@ void ArgumentParser::apply_environment(const std::vector<std::string>& given,
                           unknown_flag_message("--" + value.flag, app_options_) +
                           "; remove it from the estimator's hyperparameters");
     if (std::find(given.begin(), given.end(), spec->name) != given.end()) continue;
+    for (const std::string& token : value.tokens) require_utf8(token, value.source);
     if (spec->kind != OptionKind::kStringList && value.tokens.size() != 1)
       throw ArgumentError(value.source + ": --" + spec->name + " takes one value, not a list");
     pending.set(*spec, value.source + ": ", [&] { spec->set_from_tokens(args, value.tokens); });
