@@ -280,4 +280,8 @@ inline std::string display(const json& value) {
   return value.dump();
 }
 
+/// How --help and the "needs a value" message show a flag's value: [BOOL], INT, FLOAT, STR, the
+/// choices of an enum, STR [STR ...] (argument_help.cpp).
+std::string value_placeholder(const OptionSpec& spec);
+
 }  // namespace ctrainer::args_detail

@@ -1,2 +1,6 @@
 // Compiled with the models layer's include folders by ctest: must fail (trainer is above).
 #include <ctrainer/trainer/trainer.h>
+
+// Reached only if the include above was found, which the ctest expectation refuses: the test
+// asserts the compiler's "No such file or directory" for the trainer header and exit status 1.
+static_assert(sizeof(ctrainer::Trainer) > 0, "the models layer must not see trainer/");
