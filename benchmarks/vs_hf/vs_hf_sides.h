@@ -40,9 +40,11 @@ struct Workload {
   double speed_target = 1;                   ///< ours / HF samples/s must reach this
   std::optional<double> dev_accuracy_floor;  ///< ours must reach this dev accuracy
   bool flops_target = false;                 ///< achieved / GEMM FLOP/s >= 0.70 applies
+  /// Sized for a GPU: in the default list only with `--device cuda` (hours on a CPU).
+  bool gpu_scale = false;
 };
 
-/// W1 (batch 8 and 32), W2 (MRPC and an SST-2 slice), W3; with `quick`, each shrunk to 2
+/// W1 (batch 8 and 32), W2 (MRPC and an SST-2 slice), W3 (batch 8, and batch 32 for a GPU); with `quick`, each shrunk to 2
 /// steps of at most 8 examples of at most 64 tokens (a smoke test, not a measurement).
 std::vector<Workload> all_workloads(bool quick);
 

@@ -3,13 +3,14 @@
 // offloaded to the CPU; --fsdp, as in HF, wants several processes), and a bf16 ZeRO-3 run
 // stopped at a checkpoint and resumed continues the uninterrupted run. Without a GPU
 // (`nvidia-smi -L` lists none) every test skips and says why: the CPU e2e tests run the same
-// code on Gloo. On an H100 (torch 2.11, 2026-11-26) the resume test passed; the first failed on
-// ZeRO-3 offload's 1.3e-5 (then 1e-5 allowed) and on --fsdp with one process (then included):
-// both changed since, not re-run on a GPU.
+// code on Gloo. Each comparison prints the differences it measured ("[ measured ]").
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -69,24 +70,32 @@ class RunGlueGpu : public ::testing::Test {
     std::ofstream(dir_ / name) << text;
   }
 
-  /// The eval loss and every logged training loss of both runs agree within `tolerance`.
+  /// The eval loss and every logged training loss of both runs agree within `tolerance`. The
+  /// largest difference is printed, so a GPU run's log shows how close the two really are.
   void expect_same_training(const std::string& a, const std::string& b, double tolerance) const {
     const auto eval_a = read_json(dir_ / a / "eval_results.json");
     const auto eval_b = read_json(dir_ / b / "eval_results.json");
-    EXPECT_NEAR(eval_a.at("eval_loss").get<double>(), eval_b.at("eval_loss").get<double>(),
-                tolerance)
-        << a << " vs " << b;
+    const double eval_loss_a = eval_a.at("eval_loss").get<double>();
+    const double eval_loss_b = eval_b.at("eval_loss").get<double>();
+    EXPECT_NEAR(eval_loss_a, eval_loss_b, tolerance) << a << " vs " << b;
     const auto log_a = read_json(dir_ / a / "trainer_state.json").at("log_history");
     const auto log_b = read_json(dir_ / b / "trainer_state.json").at("log_history");
     ASSERT_EQ(log_a.size(), log_b.size()) << a << " vs " << b;
     int losses = 0;
+    double largest_loss_difference = 0;
     for (std::size_t i = 0; i < log_a.size(); ++i)
       if (log_a[i].contains("loss")) {
         ++losses;
-        EXPECT_NEAR(log_a[i].at("loss").get<double>(), log_b[i].at("loss").get<double>(), tolerance)
-            << a << " vs " << b << ", log entry " << i;
+        const double loss_a = log_a[i].at("loss").get<double>();
+        const double loss_b = log_b[i].at("loss").get<double>();
+        largest_loss_difference = std::max(largest_loss_difference, std::abs(loss_a - loss_b));
+        EXPECT_NEAR(loss_a, loss_b, tolerance) << a << " vs " << b << ", log entry " << i;
       }
     EXPECT_GE(losses, 6);
+    std::printf("[ measured ] %s vs %s: |eval_loss difference| %.3g, largest |loss difference| "
+                "%.3g over %d logged steps (allowed %.0e)\n",
+                a.c_str(), b.c_str(), std::abs(eval_loss_a - eval_loss_b),
+                largest_loss_difference, losses, tolerance);
   }
 
   fs::path dir_;
@@ -105,14 +114,24 @@ TEST_F(RunGlueGpu, ShardedStrategiesOnAGroupOfOneTrainWhatTheSingleGpuPathTrains
   EXPECT_NE(zero2.output.find("joining the nccl process group"), std::string::npos) << zero2.output;
   expect_same_training("zero2", "plain", 1e-5);
 
-  write("zero3.json", R"({"zero_optimization": {"stage": 3, "offload_optimizer":
-      {"device": "cpu", "pin_memory": true}}, "train_micro_batch_size_per_gpu": "auto"})");
+  write("zero3.json", R"({"zero_optimization": {"stage": 3},
+      "train_micro_batch_size_per_gpu": "auto"})");
   const auto zero3 = run("zero3", "--deepspeed " + (dir_ / "zero3.json").string() + flags);
   ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
-  EXPECT_NE(zero3.output.find("optimizer offloaded to the CPU"), std::string::npos) << zero3.output;
-  // The offloaded optimizer is torch's CPU AdamW, the others the fused CUDA kernel: the H100
-  // run differed by 1.3e-5 in eval_loss after 6 steps (zero2, on the GPU, stayed within 1e-5).
-  expect_same_training("zero3", "plain", 5e-5);
+  expect_same_training("zero3", "plain", 1e-5);
+
+  // With the optimizer offloaded, its step is torch's AdamW on the CPU instead of the fused
+  // CUDA kernel: the same formula, rounded differently (an H100 run differed by 1.3e-5 in
+  // eval_loss after 6 steps). ZeRO-3 without offload above is held to 1e-5, so what the
+  // wider tolerance admits is the optimizer's arithmetic alone, not the sharding.
+  write("zero3_offload.json", R"({"zero_optimization": {"stage": 3, "offload_optimizer":
+      {"device": "cpu", "pin_memory": true}}, "train_micro_batch_size_per_gpu": "auto"})");
+  const auto offload =
+      run("zero3_offload", "--deepspeed " + (dir_ / "zero3_offload.json").string() + flags);
+  ASSERT_EQ(offload.exit_code, 0) << offload.output;
+  EXPECT_NE(offload.output.find("optimizer offloaded to the CPU"), std::string::npos)
+      << offload.output;
+  expect_same_training("zero3_offload", "zero3", 5e-5);
 }
 
 TEST_F(RunGlueGpu, Bf16Zero3StoppedAndResumedContinuesTheUninterruptedRun) {
