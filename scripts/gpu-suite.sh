@@ -81,7 +81,7 @@ readonly GPU_TARGETS='ctrainer_cuda run_glue ctrainer-bench ctrainer_cuda_test
   ctrainer_rng_state_test ctrainer_run_glue_gpu_e2e_test'
 
 suite() {
-  export CT_BUILD_ARGS="--target $(echo $GPU_TARGETS)"
+  export CT_BUILD_ARGS="--target $(echo $GPU_TARGETS) ${CT_BUILD_ARGS:-}"
   export CT_CTEST_ARGS="-j6 -R '$GPU_TESTS'"
   export CT_AFTER="bash scripts/gpu-suite.sh after"
   # after() spends what is left of the kit's budget (CT_TIME_BUDGET, started now).
