@@ -47,7 +47,7 @@ fi
 packages=(
   cmake ninja-build g++ make ccache pkg-config
   libspdlog-dev libfmt-dev nlohmann-json3-dev libboost-program-options-dev
-  libgtest-dev libgmock-dev libutf8proc-dev
+  libgtest-dev libgmock-dev libutf8proc-dev libonig-dev
   zlib1g-dev                          # CRC-32 of checkpoint files
   libcurl4-openssl-dev                # HTTP client of --report_to mlflow (MLflow's REST API)
   libgloo-dev                         # headers only: c10d's ProcessGroupGloo.hpp includes five

@@ -1,31 +1,51 @@
-// ctrainer-tokenize: prints the BERT encoding of each stdin line as one JSON object, to debug
-// tokenization. One column = a text, two tab-separated columns = a pair.
-#include <fmt/format.h>
-
-#include <algorithm>
+// ctrainer-tokenize: prints the encoding of each stdin line as one JSON object, to debug
+// tokenization and to compare it with HF's tokenizers. One column = a text, two tab-separated
+// columns = a pair (or, with --input_format jsonl, ["text"] / ["text", "pair"] per line, for
+// texts holding tabs or newlines).
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include <ctrainer/core/errors.h>
+#include <ctrainer/models/tokenizers/tokenizer_registry.h>
 #include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
 namespace {
 
+using nlohmann::json;
+
 constexpr const char* kUsage =
-    "usage: ctrainer-tokenize --vocab FILE [--do_lower_case true|false] [--max_length N]\n"
+    "usage: ctrainer-tokenize (--tokenizer_name PATH | --vocab FILE [--do_lower_case true|false])\n"
+    "                         [--add_special_tokens true|false] [--max_length N]\n"
+    "                         [--truncation longest_first|only_first|only_second]\n"
+    "                         [--truncation_side right|left] [--padding max_length]\n"
+    "                         [--pad_to_multiple_of N] [--padding_side right|left]\n"
+    "                         [--input_format tsv|jsonl] [--decode] [--continue_on_error]\n"
+    "                         [--save_to DIR]\n"
     "\n"
-    "Reads lines from stdin: one column = a text, two tab-separated columns = a pair. Prints\n"
-    "one JSON object per line with input_ids, token_type_ids and attention_mask (no padding).\n"
-    "--max_length truncates longest_first, the special tokens included.\n"
-    "Use --do_lower_case false with cased vocabularies (bert-base-cased).\n";
+    "--tokenizer_name: a model folder (tokenizer.json, or vocab.txt + tokenizer_config.json) or a\n"
+    "tokenizer.json file, read as transformers' AutoTokenizer reads it. --vocab: a WordPiece\n"
+    "vocab.txt. Reads lines from stdin: one column = a text, two tab-separated columns = a pair\n"
+    "(jsonl: a JSON array of one or two strings per line). Prints one JSON object per line with\n"
+    "input_ids, token_type_ids, attention_mask, and for tokenizer.json tokenizers tokens,\n"
+    "offsets (characters) and special_tokens_mask; --decode adds decoded (the ids' text) and\n"
+    "decoded_without_special. --max_length truncates (longest_first unless --truncation says),\n"
+    "the special tokens included. --continue_on_error prints {\"error\": message} for a line that\n"
+    "cannot be encoded and goes on (exit status 1 at the end) instead of stopping. --save_to\n"
+    "writes the tokenizer's files into DIR (as save_pretrained) before reading stdin.\n";
 
 struct Args {
-  std::string vocab;
-  bool do_lower_case = true;
-  std::optional<int64_t> max_length;
+  std::string tokenizer_name, vocab, save_to;
+  std::optional<bool> do_lower_case;
+  ctrainer::EncodeOptions encode;
+  std::optional<ctrainer::Truncation> truncation;
+  bool jsonl = false, decode = false, continue_on_error = false;
 };
 
 bool parse_bool(const std::string& flag, const std::string& value) {
@@ -34,57 +54,147 @@ bool parse_bool(const std::string& flag, const std::string& value) {
   throw ctrainer::ArgumentError("--" + flag + " expects true or false, got '" + value + "'");
 }
 
+int64_t parse_positive(const std::string& flag, const std::string& value) {
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || n <= 0)
+    throw ctrainer::ArgumentError("--" + flag + " expects a positive integer, got '" + value + "'");
+  return n;
+}
+
+ctrainer::Side parse_side(const std::string& flag, const std::string& value) {
+  if (value == "right") return ctrainer::Side::kRight;
+  if (value == "left") return ctrainer::Side::kLeft;
+  throw ctrainer::ArgumentError("--" + flag + " expects right or left, got '" + value + "'");
+}
+
 Args parse_args(int argc, char** argv) {
   Args args;
+  static const char* const kFlags[] = {
+      "tokenizer_name", "vocab",       "do_lower_case",      "add_special_tokens", "max_length",
+      "truncation",     "truncation_side", "padding",        "pad_to_multiple_of", "padding_side",
+      "input_format",   "decode",          "continue_on_error", "save_to"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    // Known flags first, so that an unknown one or a stray word is named as such (not as a flag
-    // missing its value).
-    const std::string name = arg.substr(0, arg.find('='));
-    if (name != "--vocab" && name != "--do_lower_case" && name != "--max_length")
+    const std::string name = arg.starts_with("--") ? arg.substr(2, arg.find('=') - 2) : "";
+    bool known = false;
+    for (const char* flag : kFlags) known = known || name == flag;
+    if (!known)
       throw ctrainer::ArgumentError(
-          (arg.starts_with("--") ? "unknown flag " + name : "unexpected argument '" + arg + "'") +
-          "; the flags are --vocab FILE, --do_lower_case true|false and --max_length N (text "
-          "comes on stdin)");
+          (arg.starts_with("--") ? "unknown flag --" + name : "unexpected argument '" + arg + "'") +
+          " (text comes on stdin; see --help for the flags)");
+    if (name == "decode" || name == "continue_on_error") {
+      (name == "decode" ? args.decode : args.continue_on_error) = true;
+      continue;
+    }
     std::string value;
-    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+    if (auto eq = arg.find('='); eq != std::string::npos) {
       value = arg.substr(eq + 1);
-      arg.resize(eq);
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
-      throw ctrainer::ArgumentError(arg + " needs a value");
+      throw ctrainer::ArgumentError("--" + name + " needs a value");
     }
-    if (arg == "--vocab") {
+    if (name == "tokenizer_name") {
+      args.tokenizer_name = value;
+    } else if (name == "vocab") {
       args.vocab = value;
-    } else if (arg == "--do_lower_case") {
-      args.do_lower_case = parse_bool("do_lower_case", value);
-    } else if (arg == "--max_length") {
-      size_t used = 0;
-      int64_t n = 0;
-      try {
-        n = std::stoll(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != value.size() || n <= 0)
-        throw ctrainer::ArgumentError("--max_length expects a positive integer, got '" + value +
-                                      "'");
-      args.max_length = n;
-    } else {
-      throw ctrainer::ArgumentError("unknown flag " + arg);
+    } else if (name == "do_lower_case") {
+      args.do_lower_case = parse_bool(name, value);
+    } else if (name == "add_special_tokens") {
+      args.encode.add_special_tokens = parse_bool(name, value);
+    } else if (name == "max_length") {
+      args.encode.max_length = parse_positive(name, value);
+    } else if (name == "truncation") {
+      static const std::map<std::string, ctrainer::Truncation> kinds = {
+          {"longest_first", ctrainer::Truncation::kLongestFirst},
+          {"only_first", ctrainer::Truncation::kOnlyFirst},
+          {"only_second", ctrainer::Truncation::kOnlySecond}};
+      const auto it = kinds.find(value);
+      if (it == kinds.end())
+        throw ctrainer::ArgumentError("--truncation expects longest_first, only_first or "
+                                      "only_second, got '" + value + "'");
+      args.truncation = it->second;
+    } else if (name == "truncation_side") {
+      args.encode.truncation_side = parse_side(name, value);
+    } else if (name == "padding") {
+      if (value != "max_length")
+        throw ctrainer::ArgumentError("--padding expects max_length (each line is encoded alone), "
+                                      "got '" + value + "'");
+      args.encode.padding = ctrainer::Padding::kMaxLength;
+    } else if (name == "pad_to_multiple_of") {
+      args.encode.pad_to_multiple_of = parse_positive(name, value);
+      if (args.encode.padding == ctrainer::Padding::kNone)
+        args.encode.padding = ctrainer::Padding::kLongest;
+    } else if (name == "padding_side") {
+      args.encode.padding_side = parse_side(name, value);
+    } else if (name == "save_to") {
+      args.save_to = value;
+    } else if (name == "input_format") {
+      if (value != "tsv" && value != "jsonl")
+        throw ctrainer::ArgumentError("--input_format expects tsv or jsonl, got '" + value + "'");
+      args.jsonl = value == "jsonl";
     }
   }
-  if (args.vocab.empty()) throw ctrainer::ArgumentError("--vocab FILE is required");
+  if (args.tokenizer_name.empty() == args.vocab.empty())
+    throw ctrainer::ArgumentError("give one of --tokenizer_name PATH (a folder or tokenizer.json) "
+                                  "or --vocab FILE (a WordPiece vocab.txt)");
+  if (args.do_lower_case && args.vocab.empty())
+    throw ctrainer::ArgumentError("--do_lower_case applies to --vocab; a --tokenizer_name "
+                                  "folder's own files decide the casing");
+  if (args.truncation) {
+    if (!args.encode.max_length)
+      throw ctrainer::ArgumentError("--truncation needs --max_length N");
+    args.encode.truncation = *args.truncation;
+  } else if (args.encode.max_length) {
+    args.encode.truncation = ctrainer::Truncation::kLongestFirst;
+  }
+  if (args.encode.padding == ctrainer::Padding::kMaxLength && !args.encode.max_length)
+    throw ctrainer::ArgumentError("--padding max_length needs --max_length N");
   return args;
 }
 
-void append_ids(fmt::memory_buffer& out, std::string_view key, const std::vector<int64_t>& values) {
-  fmt::format_to(std::back_inserter(out), "\"{}\": [{}]", key, fmt::join(values, ", "));
+std::shared_ptr<const ctrainer::Tokenizer> load(const Args& args) {
+  if (!args.vocab.empty()) {
+    ctrainer::BertTokenizerOptions options;
+    options.do_lower_case = args.do_lower_case.value_or(true);
+    return std::make_shared<ctrainer::BertTokenizer>(
+        ctrainer::BertTokenizer::from_vocab_file(args.vocab, options));
+  }
+  return ctrainer::AutoTokenizer::from_pretrained(args.tokenizer_name);
+}
+
+/// The text (and pair) of one input line.
+std::pair<std::string, std::optional<std::string>> read_line(const std::string& line, bool jsonl) {
+  if (!jsonl) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) return {line, std::nullopt};
+    if (line.find('\t', tab + 1) != std::string::npos)
+      throw ctrainer::ArgumentError("expected one text or two tab-separated texts, got more "
+                                    "columns (use --input_format jsonl for texts with tabs)");
+    return {line.substr(0, tab), line.substr(tab + 1)};
+  }
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const json::parse_error& e) {
+    throw ctrainer::ArgumentError(std::string("not a JSON line: ") + e.what());
+  }
+  if (!j.is_array() || j.empty() || j.size() > 2 || !j[0].is_string() ||
+      (j.size() == 2 && !j[1].is_string()))
+    throw ctrainer::ArgumentError("expected [\"text\"] or [\"text\", \"pair\"], got " +
+                                  j.dump().substr(0, 80));
+  if (j.size() == 1) return {j[0].get<std::string>(), std::nullopt};
+  return {j[0].get<std::string>(), j[1].get<std::string>()};
 }
 
 }  // namespace
@@ -100,43 +210,44 @@ int main(int argc, char** argv) {
   }
   size_t line_number = 0;
   try {
-    ctrainer::BertTokenizerOptions options;
-    options.do_lower_case = args.do_lower_case;
-    const auto tokenizer = ctrainer::BertTokenizer::from_vocab_file(args.vocab, options);
-    ctrainer::EncodeOptions encode_options;
-    if (args.max_length) {
-      encode_options.max_length = args.max_length;
-      encode_options.truncation = ctrainer::Truncation::kLongestFirst;
-    }
-
+    const auto tokenizer = load(args);
+    if (!args.save_to.empty()) tokenizer->save_pretrained(args.save_to);
     std::string line;
-    fmt::memory_buffer out;
+    bool failed = false;
     while (std::getline(std::cin, line)) {
       ++line_number;
-      std::string_view text = line;
-      std::optional<std::string_view> pair;
-      if (auto tab = text.find('\t'); tab != std::string_view::npos) {
-        pair = text.substr(tab + 1);
-        text = text.substr(0, tab);
-        if (pair->find('\t') != std::string_view::npos)
-          throw ctrainer::ArgumentError(
-              "expected one text or two tab-separated texts, got " +
-              std::to_string(std::count(line.begin(), line.end(), '\t') + 1) + " columns");
+      ctrainer::Encoding enc;
+      try {
+        const auto [text, pair] = read_line(line, args.jsonl);
+        enc = pair ? tokenizer->encode(text, std::string_view(*pair), args.encode)
+                   : tokenizer->encode(text, std::nullopt, args.encode);
+      } catch (const ctrainer::ArgumentError& e) {
+        if (!args.continue_on_error) throw;
+        failed = true;
+        const std::string shown =
+            json{{"error", e.what()}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+        std::fwrite(shown.data(), 1, shown.size(), stdout);
+        continue;
       }
-      const ctrainer::Encoding enc = tokenizer.encode(text, pair, encode_options);
-      out.clear();
-      out.push_back('{');
-      append_ids(out, "input_ids", enc.input_ids);
-      out.append(std::string_view(", "));
-      append_ids(out, "token_type_ids", enc.token_type_ids);
-      out.append(std::string_view(", "));
-      append_ids(out, "attention_mask", enc.attention_mask);
-      out.append(std::string_view("}\n"));
-      std::fwrite(out.data(), 1, out.size(), stdout);
+      json out = {{"input_ids", enc.input_ids},
+                  {"token_type_ids", enc.token_type_ids},
+                  {"attention_mask", enc.attention_mask}};
+      if (enc.tokens.size() == enc.input_ids.size()) {  // tokenizers that track them
+        out["tokens"] = enc.tokens;
+        out["offsets"] = enc.offsets;
+        out["special_tokens_mask"] = enc.special_tokens_mask;
+      }
+      if (args.decode) {
+        out["decoded"] = tokenizer->decode(enc.input_ids, false, false);
+        out["decoded_without_special"] = tokenizer->decode(enc.input_ids, true, false);
+      }
+      const std::string shown = out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
     }
+    if (failed) return 1;
   } catch (const ctrainer::ArgumentError& e) {
     std::fflush(stdout);
-    // Errors before the first line concern the vocabulary file, which the message names.
+    // Errors before the first line concern the tokenizer files, which the message names.
     if (line_number > 0)
       std::fprintf(stderr, "ctrainer-tokenize: error: stdin line %zu: %s\n", line_number, e.what());
     else

@@ -28,11 +28,21 @@ std::vector<Encoding> Tokenizer::encode_batch(const std::vector<std::string>& te
     longest = (longest + m - 1) / m * m;
   }
   const int64_t pad = pad_id();
+  const std::string pad_token = *special_tokens().pad;
+  const bool left = options.padding_side.value_or(padding_side()) == Side::kLeft;
   for (auto& e : out) {
-    const bool has_types = !e.token_type_ids.empty();
-    e.input_ids.resize(longest, pad);
-    e.attention_mask.resize(longest, 0);
-    if (has_types) e.token_type_ids.resize(longest, 0);
+    const size_t length = e.input_ids.size();
+    if (length >= longest) continue;
+    // Pads `v` at the padding side; fields a tokenizer does not fill (other lengths) stay so.
+    const auto pad_field = [&](auto& v, const auto& value) {
+      if (v.size() == length) v.insert(left ? v.begin() : v.end(), longest - length, value);
+    };
+    pad_field(e.token_type_ids, int64_t{0});
+    pad_field(e.tokens, pad_token);
+    pad_field(e.offsets, std::pair<int64_t, int64_t>{0, 0});
+    pad_field(e.special_tokens_mask, int64_t{1});
+    pad_field(e.attention_mask, int64_t{0});
+    pad_field(e.input_ids, pad);
   }
   return out;
 }

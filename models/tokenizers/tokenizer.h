@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,9 @@ enum class Padding {
   kMaxLength,  ///< To max_length.
 };
 
+/// Which end padding or truncation works on (HF's padding_side / truncation_side).
+enum class Side { kRight, kLeft };
+
 /// Options of Tokenizer::encode (the arguments of HF's `tokenizer(text, pair, ...)`).
 struct EncodeOptions {
   /// Length limit including the special tokens; required by truncation and Padding::kMaxLength.
@@ -41,6 +45,10 @@ struct EncodeOptions {
   std::optional<int64_t> pad_to_multiple_of;
   /// Add the model's special tokens ([CLS] ... [SEP] for BERT).
   bool add_special_tokens = true;
+  /// Where padding goes; unset: the tokenizer's padding_side (tokenizer_config.json).
+  std::optional<Side> padding_side;
+  /// Which end truncation cuts; unset: the tokenizer's truncation_side.
+  std::optional<Side> truncation_side;
 };
 
 /// Model inputs of one text or pair.
@@ -50,6 +58,12 @@ struct Encoding {
   /// for tokenizers whose models have no segments.
   std::vector<int64_t> token_type_ids;
   std::vector<int64_t> attention_mask;  ///< 1 for tokens, 0 for padding.
+  /// Filled by tokenizers that track them (tokenizer.json pipelines), else empty: each token's
+  /// text, its [start, end) character offsets in its text ((0, 0) for special tokens and
+  /// padding) and 1 for special tokens and padding.
+  std::vector<std::string> tokens;
+  std::vector<std::pair<int64_t, int64_t>> offsets;
+  std::vector<int64_t> special_tokens_mask;
 };
 
 /// The special tokens of a tokenizer (HF's special_tokens_map); unset ones it does not have.
@@ -96,6 +110,8 @@ class Tokenizer {
   /// Id of the padding token (DataCollatorWithPadding's pad value); throws ArgumentError when
   /// the tokenizer has none.
   int64_t pad_id() const;
+  /// Where padding goes unless EncodeOptions says (tokenizer_config.json's padding_side).
+  virtual Side padding_side() const { return Side::kRight; }
 
   /// Writes the tokenizer's files into `dir` as transformers' save_pretrained does, so that
   /// AutoTokenizer here and in transformers load them back.

@@ -9,6 +9,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/strings.h>
+#include <ctrainer/models/tokenizers/pipeline/pretrained_tokenizer_fast.h>
 #include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
 namespace ctrainer {
@@ -93,6 +94,16 @@ std::shared_ptr<Tokenizer> AutoTokenizer::from_pretrained(const std::string& pat
   const TokenizerRegistry& registry = TokenizerRegistry::global();
   const fs::path given(path);
   const fs::path folder = fs::is_directory(given) ? given : given.parent_path();
+  // As transformers: a tokenizer.json (the folder's, or the file named) decides, whatever the
+  // class; its normalizer says whether text is lowercased.
+  const bool json_file = !fs::is_directory(given) && given.extension() == ".json" &&
+                         given.filename() != "tokenizer_config.json";
+  if (json_file || fs::is_regular_file(folder / "tokenizer.json")) {
+    if (options.do_lower_case)
+      throw ArgumentError(path + " has a tokenizer.json, whose normalizer decides the casing: " +
+                          "drop --do_lower_case (it applies to vocab.txt tokenizers)");
+    return PreTrainedTokenizerFast::from_pretrained(json_file ? path : folder.string());
+  }
   if (auto name = configured_class(folder / "tokenizer_config.json")) {
     if (const TokenizerFactory* factory = registry.find(*name)) return (*factory)(path, options);
     throw ArgumentError((folder / "tokenizer_config.json").string() + ": tokenizer_class " + *name +
@@ -101,8 +112,8 @@ std::shared_ptr<Tokenizer> AutoTokenizer::from_pretrained(const std::string& pat
   const fs::path vocab = fs::is_directory(given) ? given / "vocab.txt" : given;
   if (fs::is_regular_file(vocab) || !fs::is_directory(given))
     return (*registry.find("BertTokenizer"))(path, options);
-  throw ArgumentError(path + " holds no tokenizer this build reads: expected vocab.txt " +
-                      "(WordPiece) or a tokenizer_config.json naming one of " +
+  throw ArgumentError(path + " holds no tokenizer this build reads: expected tokenizer.json, " +
+                      "vocab.txt (WordPiece) or a tokenizer_config.json naming one of " +
                       join(registry.classes()));
 }
 

@@ -43,10 +43,12 @@ class TokenizerRegistry {
 
 class AutoTokenizer {
  public:
-  /// The tokenizer of `path`: tokenizer_config.json's tokenizer_class (in the folder, or beside
-  /// the file); without one, a vocab.txt means WordPiece (BertTokenizer), as transformers falls
-  /// back for BERT folders. Unknown classes and folders without a readable tokenizer throw
-  /// ArgumentError naming the path and what this build reads.
+  /// The tokenizer of `path`: a tokenizer.json (the file named, or the folder's) makes a
+  /// PreTrainedTokenizerFast whatever the class, as in transformers; else tokenizer_config.json's
+  /// tokenizer_class (in the folder, or beside the file); without one, a vocab.txt means
+  /// WordPiece (BertTokenizer), as transformers falls back for BERT folders. Unknown classes and
+  /// folders without a readable tokenizer throw ArgumentError naming the path and what this
+  /// build reads.
   static std::shared_ptr<Tokenizer> from_pretrained(const std::string& path,
                                                     const AutoTokenizerOptions& options = {});
 };

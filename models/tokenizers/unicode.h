@@ -30,4 +30,19 @@ bool is_cjk_ideograph(char32_t cp);
 /// Nonspacing mark (Mn): what accent stripping removes after NFD.
 bool is_nonspacing_mark(char32_t cp);
 
+
+/// Rust's `char::is_whitespace` (the White_Space property), which HF tokenizers' Strip,
+/// WhitespaceSplit and Bert pre-tokenizer use: tab to CR, space, U+0085, U+00A0, U+1680,
+/// U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+bool is_white_space(char32_t cp);
+/// Letters (L*) and numbers (N*): Rust's `char::is_alphanumeric` as far as the general category
+/// tells (HF tokenizers' test for a word character).
+bool is_alphanumeric(char32_t cp);
+/// Numbers (Nd, Nl, No): Rust's `char::is_numeric` (HF's Digits pre-tokenizer).
+bool is_numeric(char32_t cp);
+/// Marks (Mn, Mc, Me): HF's StripAccents removes them.
+bool is_mark(char32_t cp);
+/// Other (Cc, Cf, Cs, Co, Cn): what HF's BertNormalizer counts as a control character.
+bool is_other(char32_t cp);
+
 }  // namespace ctrainer::unicode

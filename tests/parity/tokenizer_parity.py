@@ -16,22 +16,9 @@ import sys
 import tempfile
 import time
 
-from parity_support import EXAMPLES_DATA, binary, fail_if, run
+from parity_support import EXAMPLES_DATA, GLUE_TASKS, GLUE_SPLITS, binary, fail_if, read_glue_task, run
 
 from transformers import BertTokenizerFast
-
-# folder -> (text_a column, text_b column or None); CoLA has no header: its columns are
-# source, label, original_label, sentence (glue_task.cpp's headerless_columns).
-TASKS = {
-    "CoLA": ("sentence", None),
-    "SST-2": ("sentence", None),
-    "MRPC": ("#1 String", "#2 String"),
-    "RTE": ("sentence1", "sentence2"),
-    "STS-B": ("sentence1", "sentence2"),
-    "WNLI": ("sentence1", "sentence2"),
-}
-COLA_COLUMNS = ["source", "label", "original_label", "sentence"]
-SPLITS = ("train", "dev")
 
 VOCABS = (  # (file, do_lower_case)
     ("bert-base-uncased-vocab.txt", True),
@@ -58,30 +45,6 @@ EDGE_CASES = [
     ("Short one.", "A much longer second sentence with many more words than the first one."),
     ("", "empty first"),
 ]
-
-
-def read_task(folder, split):
-    """The (text_a, text_b) rows of examples/data/glue/<folder>/<split>.tsv as our readers see them:
-    UTF-8 (BOM dropped), one record per line, split on tabs, no quoting."""
-    text_a, text_b = TASKS[folder]
-    path = os.path.join(EXAMPLES_DATA, "glue", folder, f"{split}.tsv")
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    if folder == "CoLA":
-        header = COLA_COLUMNS
-    else:
-        header, lines = lines[0].split("\t"), lines[1:]
-    a, b = header.index(text_a), header.index(text_b) if text_b else None
-    rows = []
-    for number, line in enumerate(lines, start=1 if folder == "CoLA" else 2):
-        fields = line.split("\t")
-        if len(fields) != len(header):
-            sys.exit(f"parity: {path}:{number}: {len(fields)} columns, expected {len(header)}")
-        rows.append((fields[a], fields[b] if b is not None else None))
-    return rows
 
 
 def hf_tokenizer(vocab_file, do_lower_case, scratch):
@@ -125,9 +88,9 @@ def our_encode(vocab_file, do_lower_case, rows, max_length):
 
 def main():
     sources = []  # (name, rows)
-    for folder in TASKS:
-        for split in SPLITS:
-            sources.append((f"{folder}/{split}", read_task(folder, split)))
+    for folder in GLUE_TASKS:
+        for split in GLUE_SPLITS:
+            sources.append((f"{folder}/{split}", read_glue_task(folder, split)))
     sources.append(("edge cases", [row if isinstance(row, tuple) else (row, None) for row in EDGE_CASES]))
     rows = [row for _, row_list in sources for row in row_list]
     names = [name for name, row_list in sources for _ in row_list]

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include "support/expect_error.h"
 
+#include <ctrainer/core/base64.h>
 #include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/checkpoint/rng_state.h>
 

@@ -1,0 +1,213 @@
+#include <ctrainer/models/tokenizers/pipeline/pretrained_tokenizer_fast.h>
+
+#include <ctrainer/core/content_hash.h>
+#include <ctrainer/core/errors.h>
+#include <ctrainer/core/json_file.h>
+
+namespace ctrainer {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kFastTokenizerRevision = 1;  // bump when the same files tokenize differently
+
+/// A special token entry of tokenizer_config.json / special_tokens_map.json: a string, or
+/// an AddedToken object with "content".
+std::optional<std::string> special_token(const json& config, const char* key,
+                                         const fs::path& file) {
+  if (!config.contains(key) || config.at(key).is_null()) return std::nullopt;
+  const json& v = config.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v.at("content").is_string())
+    return v.at("content").get<std::string>();
+  throw ArgumentError(file.string() + ": \"" + key + "\" must be a token string or an object " +
+                      "with \"content\", got " + v.dump());
+}
+
+Side side_option(const json& config, const char* key, const fs::path& file) {
+  if (!config.contains(key) || config.at(key).is_null()) return Side::kRight;
+  const json& v = config.at(key);
+  if (v == "right") return Side::kRight;
+  if (v == "left") return Side::kLeft;
+  throw ArgumentError(file.string() + ": \"" + key + "\" must be \"right\" or \"left\", got " +
+                      v.dump());
+}
+
+json read_optional(const fs::path& file) {
+  if (!fs::is_regular_file(file)) return json::object();
+  json j = read_json_file(file, "tokenizer file");
+  if (!j.is_object()) throw ArgumentError(file.string() + " must hold a JSON object");
+  return j;
+}
+
+}  // namespace
+
+std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretrained(
+    const std::string& path) {
+  const fs::path given(path);
+  const fs::path file = fs::is_directory(given) ? given / "tokenizer.json" : given;
+  const fs::path folder = file.parent_path();
+  std::shared_ptr<PreTrainedTokenizerFast> t(new PreTrainedTokenizerFast());
+  t->pipeline_ = tokenizers::PipelineTokenizer::from_file(file);
+
+  const fs::path config_file = folder / "tokenizer_config.json";
+  const fs::path map_file = folder / "special_tokens_map.json";
+  t->config_ = read_optional(config_file);
+  const json map = read_optional(map_file);
+  const auto special = [&](const char* key) {
+    auto from_config = special_token(t->config_, key, config_file);
+    return from_config ? from_config : special_token(map, key, map_file);
+  };
+  t->special_ = {special("pad_token"), special("unk_token"), special("cls_token"),
+                 special("sep_token"), special("mask_token"), special("bos_token"),
+                 special("eos_token")};
+  for (const auto* token : {&t->special_.pad, &t->special_.unk, &t->special_.cls,
+                            &t->special_.sep, &t->special_.mask, &t->special_.bos,
+                            &t->special_.eos})
+    if (*token && !t->pipeline_->token_to_id(**token))
+      throw ArgumentError(config_file.string() + ": special token \"" + **token +
+                          "\" is not in " + file.string() + "'s vocabulary or added tokens");
+  if (t->config_.contains("tokenizer_class") && t->config_.at("tokenizer_class").is_string())
+    t->class_name_ = t->config_.at("tokenizer_class").get<std::string>();
+  if (t->config_.contains("model_max_length") && t->config_.at("model_max_length").is_number()) {
+    // transformers writes 1e30 (VERY_LARGE_INTEGER) when the model has no limit.
+    const double limit = t->config_.at("model_max_length").get<double>();
+    if (limit > 0 && limit < 1e15) t->model_max_length_ = static_cast<int64_t>(limit);
+  }
+  t->padding_side_ = side_option(t->config_, "padding_side", config_file);
+  t->truncation_side_ = side_option(t->config_, "truncation_side", config_file);
+  if (t->config_.contains("clean_up_tokenization_spaces") &&
+      t->config_.at("clean_up_tokenization_spaces").is_boolean())
+    t->clean_up_tokenization_spaces_ = t->config_.at("clean_up_tokenization_spaces").get<bool>();
+  return t;
+}
+
+std::vector<std::string> PreTrainedTokenizerFast::tokenize(std::string_view text) const {
+  return pipeline_->encode(std::string(text), nullptr, false).tokens;
+}
+
+Encoding PreTrainedTokenizerFast::encode(std::string_view text,
+                                         std::optional<std::string_view> pair,
+                                         const EncodeOptions& options) const {
+  std::optional<int64_t> max_length = options.max_length;
+  if (!max_length && (options.truncation != Truncation::kNone ||
+                      options.padding == Padding::kMaxLength))
+    max_length = model_max_length_;
+  if (options.truncation != Truncation::kNone && !max_length)
+    throw ArgumentError("truncation needs max_length: this tokenizer's tokenizer_config.json "
+                        "sets no model_max_length");
+  std::optional<tokenizers::TruncationParams> truncation;
+  if (options.truncation != Truncation::kNone) {
+    tokenizers::TruncationParams params;
+    params.max_length = static_cast<size_t>(*max_length);
+    params.strategy = options.truncation == Truncation::kLongestFirst
+                          ? tokenizers::TruncationStrategy::kLongestFirst
+                      : options.truncation == Truncation::kOnlyFirst
+                          ? tokenizers::TruncationStrategy::kOnlyFirst
+                          : tokenizers::TruncationStrategy::kOnlySecond;
+    params.from_left = options.truncation_side.value_or(truncation_side_) == Side::kLeft;
+    truncation = params;
+  }
+  const std::string first(text);
+  const std::string second = pair ? std::string(*pair) : std::string();
+  tokenizers::TokenEncoding e =
+      pipeline_->encode(first, pair ? &second : nullptr, options.add_special_tokens, truncation);
+  if (options.padding != Padding::kNone) {
+    if (options.padding == Padding::kMaxLength && !max_length)
+      throw ArgumentError("padding to max_length needs max_length");
+    tokenizers::PaddingParams padding;
+    if (options.padding == Padding::kMaxLength) padding.length = static_cast<size_t>(*max_length);
+    if (options.pad_to_multiple_of && *options.pad_to_multiple_of > 0)
+      padding.pad_to_multiple_of = static_cast<size_t>(*options.pad_to_multiple_of);
+    padding.left = options.padding_side.value_or(padding_side_) == Side::kLeft;
+    padding.pad_id = pad_id();
+    padding.pad_token = *special_.pad;
+    std::vector<tokenizers::TokenEncoding> one{std::move(e)};
+    tokenizers::pad_encodings(one, padding);
+    e = std::move(one[0]);
+  }
+  Encoding out;
+  out.input_ids = std::move(e.ids);
+  out.token_type_ids = std::move(e.type_ids);
+  out.attention_mask = std::move(e.attention_mask);
+  out.tokens = std::move(e.tokens);
+  out.special_tokens_mask = std::move(e.special_tokens_mask);
+  for (const auto& [start, end] : e.offsets)
+    out.offsets.emplace_back(static_cast<int64_t>(start), static_cast<int64_t>(end));
+  return out;
+}
+
+std::string PreTrainedTokenizerFast::decode(const std::vector<int64_t>& ids,
+                                            bool skip_special_tokens,
+                                            bool clean_up_tokenization_spaces) const {
+  std::string text = pipeline_->decode(ids, skip_special_tokens);
+  // transformers cleans up only when the tokenizer's config asks for it (its default since 4.45).
+  if (!(clean_up_tokenization_spaces && clean_up_tokenization_spaces_)) return text;
+  for (const auto& [from, to] : std::initializer_list<std::pair<std::string, std::string>>{
+           {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+           {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  return text;
+}
+
+std::optional<int64_t> PreTrainedTokenizerFast::token_to_id(std::string_view token) const {
+  return pipeline_->token_to_id(std::string(token));
+}
+
+std::string PreTrainedTokenizerFast::id_to_token(int64_t id) const {
+  auto token = pipeline_->id_to_token(id);
+  if (!token)
+    throw ArgumentError("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                        std::to_string(vocab_size()));
+  return *token;
+}
+
+bool PreTrainedTokenizerFast::is_special_id(int64_t id) const {
+  const auto token = pipeline_->id_to_token(id);
+  if (!token) return false;
+  if (pipeline_->added_vocabulary().is_special(*token)) return true;
+  for (const auto* s : {&special_.pad, &special_.unk, &special_.cls, &special_.sep, &special_.mask,
+                        &special_.bos, &special_.eos})
+    if (*s && **s == *token) return true;
+  return false;
+}
+
+void PreTrainedTokenizerFast::save_pretrained(const std::string& dir) const {
+  const fs::path out(dir);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  write_json_file(out / "tokenizer.json", pipeline_->to_json());
+  json config = config_;
+  config["tokenizer_class"] = class_name_;
+  json map = json::object();
+  const std::pair<const char*, const std::optional<std::string>*> named[] = {
+      {"bos_token", &special_.bos}, {"eos_token", &special_.eos}, {"unk_token", &special_.unk},
+      {"sep_token", &special_.sep}, {"pad_token", &special_.pad}, {"cls_token", &special_.cls},
+      {"mask_token", &special_.mask}};
+  for (const auto& [key, value] : named)
+    if (*value) {
+      config[key] = **value;
+      map[key] = **value;
+    }
+  if (model_max_length_) config["model_max_length"] = *model_max_length_;
+  config["padding_side"] = padding_side_ == Side::kLeft ? "left" : "right";
+  config["truncation_side"] = truncation_side_ == Side::kLeft ? "left" : "right";
+  config["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces_;
+  write_json_file(out / "tokenizer_config.json", config);
+  write_json_file(out / "special_tokens_map.json", map);
+}
+
+json PreTrainedTokenizerFast::fingerprint() const {
+  ContentHasher hasher;
+  hasher.update_field(pipeline_->to_json().dump());
+  return {{"tokenizer_json_hash", to_hex(hasher.digest())},
+          {"vocab_size", vocab_size()},
+          {"tokenizer_revision", kFastTokenizerRevision},
+          {"padding_side", padding_side_ == Side::kLeft ? "left" : "right"},
+          {"truncation_side", truncation_side_ == Side::kLeft ? "left" : "right"}};
+}
+
+}  // namespace ctrainer
