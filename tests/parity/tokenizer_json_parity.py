@@ -7,7 +7,9 @@ WordLevel model behind a Sequence of pre-tokenizers), or read from a bundled BER
 Each is saved as tokenizer.json; both sides encode every GLUE train and dev sentence and pair
 plus edge cases (empty text, runs of spaces, tabs and newlines, emoji and ZWJ sequences, CJK,
 Arabic, Devanagari, combining marks, control characters, a 1 MB word, added tokens inside
-words). ids, type ids, attention mask, offsets (characters), special-token mask, tokens and
+words). Two more kinds come from SentencePiece models trained here and converted as transformers
+converts them (Precompiled character map + Metaspace + Unigram as T5, BPE with byte_fallback as
+Llama 2). ids, type ids, attention mask, offsets (characters), special-token mask, tokens and
 decode(ids) (with and without special tokens) must be equal. Then every truncation strategy and
 side and every padding mode on the pairs of MRPC dev and the edge cases, item by item (an item
 the Rust library refuses must be refused by ours too). Finally the tokenizer.json we write back
@@ -143,6 +145,35 @@ def build(kind, texts):
                 single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|>:1 $B:1",
                 special_tokens=[("<|begin_of_text|>", tok.token_to_id("<|begin_of_text|>"))])])
         tok.add_tokens([extra])
+        return tok
+    if kind in ("t5_spm", "llama_spm"):
+        # A SentencePiece model trained here, converted as transformers converts one with no
+        # tokenizer.json: its Precompiled character map (NFKC), Metaspace, Unigram or BPE.
+        import sentencepiece
+        from transformers.convert_slow_tokenizer import SentencePieceExtractor, SpmConverter
+        scratch = tempfile.mkdtemp()
+        corpus = os.path.join(scratch, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            f.write("\n".join(t.replace("\n", " ") for t in texts))
+        unigram = kind == "t5_spm"
+        ids = dict(pad_id=0, eos_id=1, unk_id=2, bos_id=-1) if unigram else dict(unk_id=0, bos_id=1, eos_id=2)
+        sentencepiece.SentencePieceTrainer.train(
+            input=corpus, model_prefix=os.path.join(scratch, "spm"), vocab_size=2000, character_coverage=1.0,
+            model_type="unigram" if unigram else "bpe", byte_fallback=not unigram, minloglevel=2, **ids)
+        proto = SentencePieceExtractor(os.path.join(scratch, "spm.model")).proto
+        if unigram:
+            vocab = [(p.piece, p.score) for p in proto.pieces]
+        else:
+            vocab = {p.piece: i for i, p in enumerate(proto.pieces)}
+        tok = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab)
+        marker = "</s>" if unigram else "<s>"
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t in (["<pad>", "</s>", "<unk>"] if unigram else ["<unk>", "<s>", "</s>"])])
+        single, pair = ("$A </s>", "$A </s> $B </s>") if unigram else ("<s> $A", "<s> $A <s>:1 $B:1")
+        tok.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(marker, tok.token_to_id(marker))])
+        if "Precompiled" not in tok.to_str():
+            sys.exit("parity: the converted SentencePiece tokenizer has no Precompiled normalizer")
         return tok
     if kind == "t5":
         tok = Tokenizer(models.Unigram())
