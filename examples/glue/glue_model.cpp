@@ -25,7 +25,10 @@ std::string file_in(const std::string& path, const std::string& file_name, const
   const fs::path candidate = fs::is_directory(p) ? p / file_name : p;
   if (!fs::is_regular_file(candidate))
     throw ArgumentError(std::string("--") + flag + ": " + candidate.string() +
-                        " does not exist (expected " + file_name + " or a folder holding one)");
+                        " does not exist (expected " +
+                        (file_name == std::string("vocab.txt") ? "tokenizer.json, vocab.txt"
+                                                              : file_name) +
+                        " or a folder holding one)");
   return candidate.string();
 }
 
@@ -61,10 +64,17 @@ ModelBundle load_model_and_tokenizer(const ModelArguments& model_args,
                                      const ctrainer::glue::GlueTask& task) {
   ModelBundle bundle;
   const std::string& model_dir = model_args.model_name_or_path;
+  // A folder goes to AutoTokenizer whole (tokenizer.json, else vocab.txt + tokenizer_config.json).
+  const std::string& tokenizer_source =
+      model_args.tokenizer_name.empty() ? model_dir : model_args.tokenizer_name;
+  const char* tokenizer_flag =
+      model_args.tokenizer_name.empty() ? "model_name_or_path" : "tokenizer_name";
   const std::string vocab_path =
-      model_args.tokenizer_name.empty()
-          ? file_in(model_dir, "vocab.txt", "model_name_or_path")
-          : file_in(model_args.tokenizer_name, "vocab.txt", "tokenizer_name");
+      fs::is_directory(tokenizer_source) &&
+              (fs::is_regular_file(fs::path(tokenizer_source) / "tokenizer.json") ||
+               fs::is_regular_file(fs::path(tokenizer_source) / "vocab.txt"))
+          ? tokenizer_source
+          : file_in(tokenizer_source, "vocab.txt", tokenizer_flag);
   ctrainer::AutoTokenizerOptions tokenizer_options;
   if (const std::string value = ctrainer::lower(model_args.do_lower_case); value != "auto")
     tokenizer_options.do_lower_case = value == "true";

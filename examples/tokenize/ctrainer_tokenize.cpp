@@ -2,6 +2,7 @@
 // tokenization and to compare it with HF's tokenizers. One column = a text, two tab-separated
 // columns = a pair (or, with --input_format jsonl, ["text"] / ["text", "pair"] per line, for
 // texts holding tabs or newlines).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -179,8 +180,10 @@ std::pair<std::string, std::optional<std::string>> read_line(const std::string& 
     const auto tab = line.find('\t');
     if (tab == std::string::npos) return {line, std::nullopt};
     if (line.find('\t', tab + 1) != std::string::npos)
-      throw ctrainer::ArgumentError("expected one text or two tab-separated texts, got more "
-                                    "columns (use --input_format jsonl for texts with tabs)");
+      throw ctrainer::ArgumentError(
+          "expected one text or two tab-separated texts, got " +
+          std::to_string(std::count(line.begin(), line.end(), '\t') + 1) +
+          " columns (use --input_format jsonl for texts with tabs)");
     return {line.substr(0, tab), line.substr(tab + 1)};
   }
   json j;
@@ -195,6 +198,14 @@ std::pair<std::string, std::optional<std::string>> read_line(const std::string& 
                                   j.dump().substr(0, 80));
   if (j.size() == 1) return {j[0].get<std::string>(), std::nullopt};
   return {j[0].get<std::string>(), j[1].get<std::string>()};
+}
+
+/// `value` on one line with ", " between items (invalid UTF-8 in a string shown as U+FFFD).
+std::string compact(const json& value) {
+  if (!value.is_array()) return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out = "[";
+  for (size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + compact(value[i]);
+  return out + "]";
 }
 
 }  // namespace
@@ -224,24 +235,29 @@ int main(int argc, char** argv) {
       } catch (const ctrainer::ArgumentError& e) {
         if (!args.continue_on_error) throw;
         failed = true;
-        const std::string shown =
-            json{{"error", e.what()}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+        const std::string shown = "{\"error\": " + compact(json(e.what())) + "}\n";
         std::fwrite(shown.data(), 1, shown.size(), stdout);
         continue;
       }
-      json out = {{"input_ids", enc.input_ids},
-                  {"token_type_ids", enc.token_type_ids},
-                  {"attention_mask", enc.attention_mask}};
+      // Keys in a fixed order, ", " and ": " between items: the layout of earlier versions.
+      std::string shown = "{";
+      const auto field = [&](const char* key, const json& value) {
+        if (shown.size() > 1) shown += ", ";
+        shown += "\"" + std::string(key) + "\": " + compact(value);
+      };
+      field("input_ids", enc.input_ids);
+      field("token_type_ids", enc.token_type_ids);
+      field("attention_mask", enc.attention_mask);
       if (enc.tokens.size() == enc.input_ids.size()) {  // tokenizers that track them
-        out["tokens"] = enc.tokens;
-        out["offsets"] = enc.offsets;
-        out["special_tokens_mask"] = enc.special_tokens_mask;
+        field("tokens", enc.tokens);
+        field("offsets", enc.offsets);
+        field("special_tokens_mask", enc.special_tokens_mask);
       }
       if (args.decode) {
-        out["decoded"] = tokenizer->decode(enc.input_ids, false, false);
-        out["decoded_without_special"] = tokenizer->decode(enc.input_ids, true, false);
+        field("decoded", tokenizer->decode(enc.input_ids, false, false));
+        field("decoded_without_special", tokenizer->decode(enc.input_ids, true, false));
       }
-      const std::string shown = out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      shown += "}\n";
       std::fwrite(shown.data(), 1, shown.size(), stdout);
     }
     if (failed) return 1;

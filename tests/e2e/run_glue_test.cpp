@@ -288,6 +288,71 @@ TEST_F(RunGlueInputTest, FullLastLayerTrainsTheDefaultsModelAndSaysSo) {
   EXPECT_GE(losses, 4);
 }
 
+TEST_F(RunGlueInputTest, ATokenizerJsonTrainsWhatItsVocabularyTrainsAndKeysTheCache) {
+  const fs::path source = fs::path(CTRAINER_EXAMPLES_DATA_DIR) / "glue" / "MRPC";
+  write_slice(source / "train.tsv", dir_ / "data" / "train.tsv", 64, true);
+  write_slice(source / "dev.tsv", dir_ / "data" / "dev.tsv", 24, true);
+  // bert-base-uncased as transformers' BertConverter writes it into a tokenizer.json.
+  nlohmann::json vocab = nlohmann::json::object();
+  {
+    std::ifstream in(std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/vocab/bert-base-uncased-vocab.txt");
+    std::string token;
+    for (int64_t id = 0; std::getline(in, token); ++id) vocab[token] = id;
+  }
+  nlohmann::json added = nlohmann::json::array();
+  for (const char* t : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
+    added.push_back({{"id", vocab.at(t)}, {"content", t}, {"special", true}, {"normalized", false}});
+  nlohmann::json tokenizer = {
+      {"added_tokens", added},
+      {"normalizer", {{"type", "BertNormalizer"}, {"lowercase", true}}},
+      {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+      {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"vocab", vocab}}},
+      {"post_processor", {{"type", "BertProcessing"}, {"sep", {"[SEP]", 102}}, {"cls", {"[CLS]", 101}}}},
+      {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}}}};
+  fs::create_directories(dir_ / "tok");
+  std::ofstream(dir_ / "tok" / "tokenizer.json") << tokenizer.dump();
+  std::ofstream(dir_ / "tok" / "tokenizer_config.json")
+      << R"({"tokenizer_class": "BertTokenizer", "pad_token": "[PAD]", "unk_token": "[UNK]",
+            "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"})";
+
+  const std::string flags = " --do_train --do_eval --learning_rate 1e-3 --logging_steps 1 --seed 7";
+  Result with_vocab = run(base("mrpc") + flags);
+  ASSERT_EQ(with_vocab.exit_code, 0) << with_vocab.output;
+  const auto log_vocab = read_json(dir_ / "out" / "trainer_state.json").at("log_history");
+  fs::remove_all(dir_ / "out");
+  std::string with_json_flags = base("mrpc");  // the same flags, the folder as tokenizer
+  const size_t at = with_json_flags.find("--tokenizer_name ");
+  with_json_flags.replace(at, with_json_flags.find(" --report_to") - at,
+                          "--tokenizer_name " + (dir_ / "tok").string());
+  with_json_flags += flags;
+  Result with_json = run(with_json_flags);
+  ASSERT_EQ(with_json.exit_code, 0) << with_json.output;
+  // Another tokenizer, so the tokenized cache of the first run is not reused.
+  EXPECT_EQ(with_json.output.find("from the cache"), std::string::npos) << with_json.output;
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "out" / "tokenizer.json"));
+  const auto log_json = read_json(dir_ / "out" / "trainer_state.json").at("log_history");
+  ASSERT_EQ(log_json.size(), log_vocab.size());
+  int losses = 0;
+  for (size_t i = 0; i < log_json.size(); ++i)
+    if (log_json[i].contains("loss")) {
+      ++losses;
+      EXPECT_EQ(log_json[i].at("loss").get<double>(), log_vocab[i].at("loss").get<double>()) << i;
+    }
+  EXPECT_GE(losses, 4);
+
+  // The same run again reuses its cache; a changed tokenizer.json (cased now) does not.
+  fs::remove_all(dir_ / "out");
+  Result again = run(with_json_flags);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("from the cache"), std::string::npos) << again.output;
+  tokenizer["normalizer"]["lowercase"] = false;
+  std::ofstream(dir_ / "tok" / "tokenizer.json") << tokenizer.dump();
+  fs::remove_all(dir_ / "out");
+  Result cased = run(with_json_flags);
+  ASSERT_EQ(cased.exit_code, 0) << cased.output;
+  EXPECT_EQ(cased.output.find("from the cache"), std::string::npos) << cased.output;
+}
+
 TEST_F(RunGlueInputTest, ExplicitFilesReplaceDataDir) {
   // Any file names, read in the task's layout; the test file has no labels.
   {

@@ -82,7 +82,13 @@ TEST(TokenizeCli, InvalidUtf8LineFails) {
 TEST(TokenizeCli, BadArguments) {
   Result r = run("", "x\n");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--vocab FILE is required"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give one of --tokenizer_name PATH"), std::string::npos) << r.err;
+  r = run("--tokenizer_name /nonexistent/folder", "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/folder"), std::string::npos) << r.err;
+  r = run("--vocab " + kUncased + " --truncation only_first", "x\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--truncation needs --max_length"), std::string::npos) << r.err;
   r = run("--vocab " + kUncased + " --max_length 0", "x\n");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--max_length expects a positive integer"), std::string::npos) << r.err;
@@ -94,6 +100,69 @@ TEST(TokenizeCli, BadArguments) {
   EXPECT_NE(r.err.find("stdin line 1: expected one text or two tab-separated texts, got 3"),
             std::string::npos)
       << r.err;
+}
+
+/// A tokenizer.json folder: WordLevel over whitespace, [CLS] A [SEP] (B [SEP]), a WordPiece-free
+/// decoder (tokens joined by spaces), "[PAD]" padding from tokenizer_config.json.
+std::filesystem::path word_level_folder() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ctrainer_tokenize_e2e_json_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << R"({"model": {"type": "WordLevel", "unk_token": "[UNK]",
+      "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "hello": 4, "world": 5}},
+    "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "WhitespaceSplit"},
+    "added_tokens": [{"id": 2, "content": "[CLS]", "special": true, "normalized": false},
+                     {"id": 3, "content": "[SEP]", "special": true, "normalized": false}],
+    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}})";
+  std::ofstream(dir / "tokenizer_config.json") << R"({"pad_token": "[PAD]"})";
+  return dir;
+}
+
+TEST(TokenizeCli, TokenizerJsonPrintsTokensOffsetsAndDecodes) {
+  const auto dir = word_level_folder();
+  Result r = run("--tokenizer_name " + dir.string() + " --decode", "Hello  WORLD x\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"input_ids\": [2, 4, 5, 1, 3], \"token_type_ids\": [0, 0, 0, 0, 0], "
+            "\"attention_mask\": [1, 1, 1, 1, 1], "
+            "\"tokens\": [\"[CLS]\", \"hello\", \"world\", \"[UNK]\", \"[SEP]\"], "
+            "\"offsets\": [[0, 0], [0, 5], [7, 12], [13, 14], [0, 0]], "
+            "\"special_tokens_mask\": [1, 0, 0, 0, 1], "
+            "\"decoded\": \"[CLS] hello world [UNK] [SEP]\", "
+            "\"decoded_without_special\": \"hello world [UNK]\"}\n");
+  // Padding, no special tokens, jsonl input with a pair.
+  r = run("--tokenizer_name " + (dir / "tokenizer.json").string() +
+              " --input_format jsonl --add_special_tokens false --max_length 4 --padding max_length"
+              " --padding_side left",
+          "[\"hello\", \"world\"]\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 99),
+            "{\"input_ids\": [0, 0, 4, 5], \"token_type_ids\": [0, 0, 0, 1], "
+            "\"attention_mask\": [0, 0, 1, 1], \"tokens");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TokenizeCli, ContinueOnErrorReportsTheLineAndGoesOn) {
+  const auto dir = word_level_folder();
+  // max_length 4 leaves 2 tokens for one text, 1 for a pair (as the Rust library counts): line 1
+  // must lose a token but has no second text; line 2's second text would lose its only token;
+  // line 3 fits and needs no truncation.
+  const std::string input = "hello world x\nhello\tworld\nhello\n";
+  const std::string flags =
+      "--tokenizer_name " + dir.string() + " --max_length 4 --truncation only_second";
+  Result r = run(flags, input);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("stdin line 1: truncation only_second needs a pair"), std::string::npos)
+      << r.err;
+  r = run(flags + " --continue_on_error --save_to " + (dir / "saved").string(), input);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(0, 10), "{\"error\": ") << r.out;
+  EXPECT_NE(r.out.find("\n{\"error\": \"truncation: the sequence to truncate has 1 tokens"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n{\"input_ids\": [2, 4, 3], "), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "saved" / "tokenizer.json"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

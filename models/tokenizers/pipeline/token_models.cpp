@@ -1,5 +1,6 @@
 #include <ctrainer/models/tokenizers/pipeline/token_models.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/tokenizers/pipeline/json_fields.h>
 
 namespace ctrainer::tokenizers {
@@ -76,7 +77,7 @@ class WordLevelModel : public TokenModel {
     if (const auto id = vocab_.find(text)) return {{*id, text, {0, text.size()}}};
     const auto unk_id = vocab_.find(unk_);
     if (!unk_id)
-      throw std::runtime_error("WordLevel: \"" + text + "\" is not in the vocabulary and the unk "
+      throw ArgumentError("WordLevel: \"" + text + "\" is not in the vocabulary and the unk "
                                "token \"" + unk_ + "\" is not either");
     return {{*unk_id, unk_, {0, text.size()}}};
   }

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/tokenizers/pipeline/json_fields.h>
 
 namespace ctrainer::tokenizers {
@@ -163,7 +164,7 @@ class UnigramModel : public TokenModel {
       });
       if (!has_single_char_piece) {
         if (!unk_id_)
-          throw std::runtime_error("Unigram: \"" + text.substr(start, char_length) +
+          throw ArgumentError("Unigram: \"" + text.substr(start, char_length) +
                                    "\" is in no piece and the model has no unk_id");
         Best& target = best[start + char_length];
         const double candidate = unk_score + here;
