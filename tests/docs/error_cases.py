@@ -707,6 +707,32 @@ def cases():
              ["ctrainer-tokenize", "--vocab", "vocab.txt"], stdin="a\tb\tc\n"),
         Case("a line that is not UTF-8", ["ctrainer-tokenize", "--vocab", "vocab.txt"],
              stdin=b"\xff\xfe\n"),
+        Case("a tokenizer.json that is not JSON", ["ctrainer-tokenize", "--tokenizer_name", "tok"],
+             files={"tok/tokenizer.json": '{"model": {"type": "BPE",\n'}, stdin="hello\n"),
+        Case("a tokenizer.json with a pre-tokenizer this build lacks",
+             ["ctrainer-tokenize", "--tokenizer_name", "tok/tokenizer.json"],
+             files={"tok/tokenizer.json": '{"model": {"type": "WordLevel", "vocab": {"<unk>": 0}, '
+                                          '"unk_token": "<unk>"}, "pre_tokenizer": {"type": "Sequence", '
+                                          '"pretokenizers": [{"type": "Whitespace"}, '
+                                          '{"type": "UnicodeScripts"}]}}'},
+             stdin="hello\n"),
+        Case("a tokenizer.json whose merges name a token not in the vocabulary",
+             ["ctrainer-tokenize", "--tokenizer_name", "tok"],
+             files={"tok/tokenizer.json": '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, '
+                                          '"merges": [["a", "b"]]}}'},
+             stdin="hello\n"),
+        Case("a tokenizer.json with BPE dropout", ["ctrainer-tokenize", "--tokenizer_name", "tok"],
+             files={"tok/tokenizer.json": '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], '
+                                          '"dropout": 0.1}}'},
+             stdin="hello\n"),
+        Case("a pad_token the tokenizer.json does not have",
+             ["ctrainer-tokenize", "--tokenizer_name", "tok"],
+             files={"tok/tokenizer.json": '{"model": {"type": "WordLevel", "vocab": {"<unk>": 0}, '
+                                          '"unk_token": "<unk>"}}',
+                    "tok/tokenizer_config.json": '{"pad_token": "[PAD]"}'},
+             stdin="hello\n"),
+        Case("--do_lower_case with a tokenizer.json",
+             ["ctrainer-tokenize", "--tokenizer_name", "tok", "--do_lower_case", "true"], stdin="hello\n"),
         Case("ctrainer-plot without arguments", ["ctrainer-plot"]),
         Case("ctrainer-plot on a missing folder", ["ctrainer-plot", "run"]),
         Case("ctrainer-plot on a folder without trainer_state.json", ["ctrainer-plot", "run"],
