@@ -98,23 +98,28 @@ std::shared_ptr<Tokenizer> AutoTokenizer::from_pretrained(const std::string& pat
   // class; its normalizer says whether text is lowercased.
   const bool json_file = !fs::is_directory(given) && given.extension() == ".json" &&
                          given.filename() != "tokenizer_config.json";
-  if (json_file || fs::is_regular_file(folder / "tokenizer.json")) {
+  const bool bpe_files = fs::is_directory(given) && fs::is_regular_file(folder / "vocab.json") &&
+                         fs::is_regular_file(folder / "merges.txt");
+  if (json_file || fs::is_regular_file(folder / "tokenizer.json") || bpe_files) {
     if (options.do_lower_case)
       throw ArgumentError(path + " has a tokenizer.json, whose normalizer decides the casing: " +
                           "drop --do_lower_case (it applies to vocab.txt tokenizers)");
+    // vocab.json + merges.txt: the byte-level BPE transformers builds from them (GPT-2, RoBERTa).
     return PreTrainedTokenizerFast::from_pretrained(json_file ? path : folder.string());
   }
   if (auto name = configured_class(folder / "tokenizer_config.json")) {
     if (const TokenizerFactory* factory = registry.find(*name)) return (*factory)(path, options);
     throw ArgumentError((folder / "tokenizer_config.json").string() + ": tokenizer_class " + *name +
-                        " is not one this build reads (it reads " + join(registry.classes()) + ")");
+                        " is not one this build reads without a tokenizer.json (it reads " +
+                        join(registry.classes()) + ", and any class from tokenizer.json or " +
+                        "vocab.json + merges.txt)");
   }
   const fs::path vocab = fs::is_directory(given) ? given / "vocab.txt" : given;
   if (fs::is_regular_file(vocab) || !fs::is_directory(given))
     return (*registry.find("BertTokenizer"))(path, options);
   throw ArgumentError(path + " holds no tokenizer this build reads: expected tokenizer.json, " +
-                      "vocab.txt (WordPiece) or a tokenizer_config.json naming one of " +
-                      join(registry.classes()));
+                      "vocab.json + merges.txt (byte-level BPE), vocab.txt (WordPiece) or a " +
+                      "tokenizer_config.json naming one of " + join(registry.classes()));
 }
 
 }  // namespace ctrainer

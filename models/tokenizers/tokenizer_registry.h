@@ -43,8 +43,9 @@ class TokenizerRegistry {
 
 class AutoTokenizer {
  public:
-  /// The tokenizer of `path`: a tokenizer.json (the file named, or the folder's) makes a
-  /// PreTrainedTokenizerFast whatever the class, as in transformers; else tokenizer_config.json's
+  /// The tokenizer of `path`: a tokenizer.json (the file named, or the folder's), or a folder's
+  /// vocab.json + merges.txt, makes a PreTrainedTokenizerFast whatever the class, as in
+  /// transformers; else tokenizer_config.json's
   /// tokenizer_class (in the folder, or beside the file); without one, a vocab.txt means
   /// WordPiece (BertTokenizer), as transformers falls back for BERT folders. Unknown classes and
   /// folders without a readable tokenizer throw ArgumentError naming the path and what this

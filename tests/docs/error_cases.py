@@ -725,11 +725,15 @@ def cases():
              files={"tok/tokenizer.json": '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], '
                                           '"dropout": 0.1}}'},
              stdin="hello\n"),
-        Case("a pad_token the tokenizer.json does not have",
+        Case("a tokenizer_config.json whose pad_token is a number",
              ["ctrainer-tokenize", "--tokenizer_name", "tok"],
              files={"tok/tokenizer.json": '{"model": {"type": "WordLevel", "vocab": {"<unk>": 0}, '
                                           '"unk_token": "<unk>"}}',
-                    "tok/tokenizer_config.json": '{"pad_token": "[PAD]"}'},
+                    "tok/tokenizer_config.json": '{"pad_token": 5}'},
+             stdin="hello\n"),
+        Case("a merges.txt line that is not two tokens",
+             ["ctrainer-tokenize", "--tokenizer_name", "tok"],
+             files={"tok/vocab.json": '{"a": 0, "b": 1, "ab": 2}', "tok/merges.txt": "#version: 0.2\na b c\n"},
              stdin="hello\n"),
         Case("--do_lower_case with a tokenizer.json",
              ["ctrainer-tokenize", "--tokenizer_name", "tok", "--do_lower_case", "true"], stdin="hello\n"),

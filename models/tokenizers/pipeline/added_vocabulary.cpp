@@ -63,18 +63,22 @@ AddedVocabulary::AddedVocabulary(const json& list, const std::string& path,
     token.normalized = json_bool(t, where, "normalized", true);
     token.special = json_bool(t, where, "special", false);
     if (token.content.empty()) throw TokenizerJsonError(json_child(where, "content"), "empty");
-    const size_t index = tokens_.size();
-    by_content_[token.content] = index;
-    by_id_[token.id] = index;
-    if (token.normalized) {
-      NormalizedString content(token.content);
-      if (normalizer) normalizer->normalize(content);
-      if (!content.empty()) add_pattern(normalized_, content.get(), index);
-    } else {
-      add_pattern(raw_, token.content, index);
-    }
-    tokens_.push_back(std::move(token));
+    add(std::move(token), normalizer.get());
   }
+}
+
+void AddedVocabulary::add(AddedToken token, const Normalizer* normalizer) {
+  const size_t index = tokens_.size();
+  by_content_[token.content] = index;
+  by_id_[token.id] = index;
+  if (token.normalized) {
+    NormalizedString content(token.content);
+    if (normalizer) normalizer->normalize(content);
+    if (!content.empty()) add_pattern(normalized_, content.get(), index);
+  } else {
+    add_pattern(raw_, token.content, index);
+  }
+  tokens_.push_back(std::move(token));
 }
 
 void AddedVocabulary::add_pattern(Matcher& matcher, const std::string& pattern,

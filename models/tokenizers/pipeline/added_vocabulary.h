@@ -35,6 +35,8 @@ class AddedVocabulary {
   PreTokenizedString extract_and_normalize(const std::string& text,
                                            const Normalizer* normalizer) const;
 
+  /// Adds `token` (its content not empty); `normalizer` normalizes it when it is `normalized`.
+  void add(AddedToken token, const Normalizer* normalizer);
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   std::optional<int64_t> token_to_id(const std::string& content) const;
   std::optional<std::string> id_to_token(int64_t id) const;

@@ -38,6 +38,10 @@ PipelineTokenizer::PipelineTokenizer(const json& j, const std::string& source) {
 
 std::shared_ptr<const PipelineTokenizer> PipelineTokenizer::from_file(
     const std::filesystem::path& path) {
+  return std::make_shared<const PipelineTokenizer>(read_file(path), path.string());
+}
+
+json PipelineTokenizer::read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw ArgumentError("cannot read the tokenizer file " + path.string() +
@@ -52,7 +56,7 @@ std::shared_ptr<const PipelineTokenizer> PipelineTokenizer::from_file(
     throw ArgumentError(path.string() + ":" + std::to_string(at.line) + ":" +
                         std::to_string(at.column) + ": invalid JSON in the tokenizer file");
   }
-  return std::make_shared<const PipelineTokenizer>(j, path.string());
+  return j;
 }
 
 TokenEncoding PipelineTokenizer::encode_single(const std::string& text, int64_t type_id) const {
@@ -119,6 +123,23 @@ int64_t PipelineTokenizer::vocab_size() const {
   int64_t size = model_->vocab_size();
   for (const auto& t : added_.tokens()) size = std::max(size, t.id + 1);
   return size;
+}
+
+int64_t PipelineTokenizer::add_special_token(AddedToken token) {
+  token.special = true;
+  if (const auto known = added_.token_to_id(token.content)) {
+    if (added_.is_special(token.content)) return *known;
+    token.id = *known;
+  } else if (const auto in_model = model_->token_to_id(token.content)) {
+    token.id = *in_model;
+  } else {
+    int64_t next = model_->vocab_size();
+    for (const auto& t : added_.tokens()) next = std::max(next, t.id + 1);
+    token.id = next;
+  }
+  const int64_t id = token.id;
+  added_.add(std::move(token), normalizer_.get());
+  return id;
 }
 
 size_t PipelineTokenizer::added_special_tokens(bool is_pair) const {

@@ -27,6 +27,8 @@ class PipelineTokenizer {
   PipelineTokenizer(const nlohmann::json& j, const std::string& source);
   /// Reads and parses tokenizer.json at `path`.
   static std::shared_ptr<const PipelineTokenizer> from_file(const std::filesystem::path& path);
+  /// The JSON of the file at `path`; ArgumentError naming it (with line and column) otherwise.
+  static nlohmann::json read_file(const std::filesystem::path& path);
 
   /// One sequence or a pair, truncated (leaving room for the special tokens when they are
   /// added) and post-processed; offsets are in characters of each text. Throws ArgumentError
@@ -47,6 +49,11 @@ class PipelineTokenizer {
   void set_post_processor(std::shared_ptr<const PostProcessor> processor) {
     post_processor_ = std::move(processor);
   }
+  bool has_post_processor() const { return post_processor_ != nullptr; }
+  /// Makes `token` a special added token, as the Rust library's add_special_tokens: a token it
+  /// knows keeps its id, a new one gets the next id after the model's and the added ones.
+  /// Returns its id.
+  int64_t add_special_token(AddedToken token);
 
   /// The whole tokenizer.json.
   nlohmann::json to_json() const;
