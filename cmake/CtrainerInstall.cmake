@@ -21,7 +21,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ctrainerConfig.cmake.i
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ctrainerConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/ctrainerConfig.cmake ${PROJECT_BINARY_DIR}/ctrainerConfigVersion.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/FindUtf8proc.cmake ${PROJECT_SOURCE_DIR}/cmake/FindOniguruma.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/FindUtf8proc.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ctrainer)
 
 if(CTRAINER_INSTALL_TORCH_RUNTIME)

@@ -93,7 +93,9 @@ const PipelineTokenizer& tokenizer(unsigned index) {
   return *all[index % all.size()];
 }
 
-size_t characters(const std::string& s) { return ctrainer::tokenizers::to_u32(s).size(); }
+size_t characters(const std::string& s) {
+  return ctrainer::tokenizers::to_u32(s).size();
+}
 
 }  // namespace
 

@@ -50,8 +50,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const ctrainer::ArgumentError& e) {
     broken(std::string("what to_json wrote does not load: ") + e.what());
   }
-  static const std::string kTexts[] = {"Hello world!", "", "  h\xC3\xA9llo \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80 ab12",
-                                       "a<s>b [CLS] x"};
+  static const std::string kTexts[] = {
+      "Hello world!", "", "  h\xC3\xA9llo \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80 ab12",
+      "a<s>b [CLS] x"};
   const std::string pair = "second one";
   for (const std::string& text : kTexts) {
     for (const bool special : {true, false}) {

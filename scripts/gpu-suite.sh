@@ -3,7 +3,7 @@
 # the GPU build kit (/work/shared/tools/gpu: the Debian libraries the GPU machine lacks, unpacked
 # into a private prefix; its torch wheel; its nvcc).
 #
-#   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev libcurl4" bash <kit>/prep
+#   dev machine, repo root:  CT_EXTRA_DEBS="zlib1g-dev zlib1g libgmock-dev libcurl4-openssl-dev libcurl4 libonig-dev libonig5" bash <kit>/prep
 #                            bash scripts/gpu-suite.sh fetch-curl   what libcurl needs, in case
 #   GPU machine, repo root:  bash scripts/gpu-suite.sh        what the GPU tests and the
 #                                                             benchmark need, the GPU tests, and

@@ -44,8 +44,9 @@ struct Workload {
   bool gpu_scale = false;
 };
 
-/// W1 (batch 8 and 32), W2 (MRPC and an SST-2 slice), W3 (batch 8, and batch 32 for a GPU); with `quick`, each shrunk to 2
-/// steps of at most 8 examples of at most 64 tokens (a smoke test, not a measurement).
+/// W1 (batch 8 and 32), W2 (MRPC and an SST-2 slice), W3 (batch 8, and batch 32 for a GPU); with
+/// `quick`, each shrunk to 2 steps of at most 8 examples of at most 64 tokens (a smoke test, not a
+/// measurement).
 std::vector<Workload> all_workloads(bool quick);
 
 /// Where the programs, scripts and data are: compile-time defaults (CMake), each overridable

@@ -24,11 +24,10 @@ std::string file_in(const std::string& path, const std::string& file_name, const
   const fs::path p(path);
   const fs::path candidate = fs::is_directory(p) ? p / file_name : p;
   if (!fs::is_regular_file(candidate))
-    throw ArgumentError(std::string("--") + flag + ": " + candidate.string() +
-                        " does not exist (expected " +
-                        (file_name == std::string("vocab.txt") ? "tokenizer.json, vocab.txt"
-                                                              : file_name) +
-                        " or a folder holding one)");
+    throw ArgumentError(
+        std::string("--") + flag + ": " + candidate.string() + " does not exist (expected " +
+        (file_name == std::string("vocab.txt") ? "tokenizer.json, vocab.txt" : file_name) +
+        " or a folder holding one)");
   return candidate.string();
 }
 

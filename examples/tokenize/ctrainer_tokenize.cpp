@@ -76,10 +76,11 @@ ctrainer::Side parse_side(const std::string& flag, const std::string& value) {
 
 Args parse_args(int argc, char** argv) {
   Args args;
-  static const char* const kFlags[] = {
-      "tokenizer_name", "vocab",       "do_lower_case",      "add_special_tokens", "max_length",
-      "truncation",     "truncation_side", "padding",        "pad_to_multiple_of", "padding_side",
-      "input_format",   "decode",          "continue_on_error", "save_to"};
+  static const char* const kFlags[] = {"tokenizer_name",     "vocab",        "do_lower_case",
+                                       "add_special_tokens", "max_length",   "truncation",
+                                       "truncation_side",    "padding",      "pad_to_multiple_of",
+                                       "padding_side",       "input_format", "decode",
+                                       "continue_on_error",  "save_to"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -122,15 +123,19 @@ Args parse_args(int argc, char** argv) {
           {"only_second", ctrainer::Truncation::kOnlySecond}};
       const auto it = kinds.find(value);
       if (it == kinds.end())
-        throw ctrainer::ArgumentError("--truncation expects longest_first, only_first or "
-                                      "only_second, got '" + value + "'");
+        throw ctrainer::ArgumentError(
+            "--truncation expects longest_first, only_first or "
+            "only_second, got '" +
+            value + "'");
       args.truncation = it->second;
     } else if (name == "truncation_side") {
       args.encode.truncation_side = parse_side(name, value);
     } else if (name == "padding") {
       if (value != "max_length")
-        throw ctrainer::ArgumentError("--padding expects max_length (each line is encoded alone), "
-                                      "got '" + value + "'");
+        throw ctrainer::ArgumentError(
+            "--padding expects max_length (each line is encoded alone), "
+            "got '" +
+            value + "'");
       args.encode.padding = ctrainer::Padding::kMaxLength;
     } else if (name == "pad_to_multiple_of") {
       args.encode.pad_to_multiple_of = parse_positive(name, value);
@@ -147,14 +152,15 @@ Args parse_args(int argc, char** argv) {
     }
   }
   if (args.tokenizer_name.empty() == args.vocab.empty())
-    throw ctrainer::ArgumentError("give one of --tokenizer_name PATH (a folder or tokenizer.json) "
-                                  "or --vocab FILE (a WordPiece vocab.txt)");
+    throw ctrainer::ArgumentError(
+        "give one of --tokenizer_name PATH (a folder or tokenizer.json) "
+        "or --vocab FILE (a WordPiece vocab.txt)");
   if (args.do_lower_case && args.vocab.empty())
-    throw ctrainer::ArgumentError("--do_lower_case applies to --vocab; a --tokenizer_name "
-                                  "folder's own files decide the casing");
+    throw ctrainer::ArgumentError(
+        "--do_lower_case applies to --vocab; a --tokenizer_name "
+        "folder's own files decide the casing");
   if (args.truncation) {
-    if (!args.encode.max_length)
-      throw ctrainer::ArgumentError("--truncation needs --max_length N");
+    if (!args.encode.max_length) throw ctrainer::ArgumentError("--truncation needs --max_length N");
     args.encode.truncation = *args.truncation;
   } else if (args.encode.max_length) {
     args.encode.truncation = ctrainer::Truncation::kLongestFirst;
@@ -180,10 +186,9 @@ std::pair<std::string, std::optional<std::string>> read_line(const std::string& 
     const auto tab = line.find('\t');
     if (tab == std::string::npos) return {line, std::nullopt};
     if (line.find('\t', tab + 1) != std::string::npos)
-      throw ctrainer::ArgumentError(
-          "expected one text or two tab-separated texts, got " +
-          std::to_string(std::count(line.begin(), line.end(), '\t') + 1) +
-          " columns (use --input_format jsonl for texts with tabs)");
+      throw ctrainer::ArgumentError("expected one text or two tab-separated texts, got " +
+                                    std::to_string(std::count(line.begin(), line.end(), '\t') + 1) +
+                                    " columns (use --input_format jsonl for texts with tabs)");
     return {line.substr(0, tab), line.substr(tab + 1)};
   }
   json j;

@@ -30,7 +30,6 @@ bool is_cjk_ideograph(char32_t cp);
 /// Nonspacing mark (Mn): what accent stripping removes after NFD.
 bool is_nonspacing_mark(char32_t cp);
 
-
 /// Rust's `char::is_whitespace` (the White_Space property), which HF tokenizers' Strip,
 /// WhitespaceSplit and Bert pre-tokenizer use: tab to CR, space, U+0085, U+00A0, U+1680,
 /// U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.

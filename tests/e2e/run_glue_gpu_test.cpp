@@ -92,10 +92,11 @@ class RunGlueGpu : public ::testing::Test {
         EXPECT_NEAR(loss_a, loss_b, tolerance) << a << " vs " << b << ", log entry " << i;
       }
     EXPECT_GE(losses, 6);
-    std::printf("[ measured ] %s vs %s: |eval_loss difference| %.3g, largest |loss difference| "
-                "%.3g over %d logged steps (allowed %.0e)\n",
-                a.c_str(), b.c_str(), std::abs(eval_loss_a - eval_loss_b),
-                largest_loss_difference, losses, tolerance);
+    std::printf(
+        "[ measured ] %s vs %s: |eval_loss difference| %.3g, largest |loss difference| "
+        "%.3g over %d logged steps (allowed %.0e)\n",
+        a.c_str(), b.c_str(), std::abs(eval_loss_a - eval_loss_b), largest_loss_difference, losses,
+        tolerance);
   }
 
   fs::path dir_;

@@ -295,19 +295,22 @@ TEST_F(RunGlueInputTest, ATokenizerJsonTrainsWhatItsVocabularyTrainsAndKeysTheCa
   // bert-base-uncased as transformers' BertConverter writes it into a tokenizer.json.
   nlohmann::json vocab = nlohmann::json::object();
   {
-    std::ifstream in(std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/vocab/bert-base-uncased-vocab.txt");
+    std::ifstream in(std::string(CTRAINER_EXAMPLES_DATA_DIR) +
+                     "/vocab/bert-base-uncased-vocab.txt");
     std::string token;
     for (int64_t id = 0; std::getline(in, token); ++id) vocab[token] = id;
   }
   nlohmann::json added = nlohmann::json::array();
   for (const char* t : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
-    added.push_back({{"id", vocab.at(t)}, {"content", t}, {"special", true}, {"normalized", false}});
+    added.push_back(
+        {{"id", vocab.at(t)}, {"content", t}, {"special", true}, {"normalized", false}});
   nlohmann::json tokenizer = {
       {"added_tokens", added},
       {"normalizer", {{"type", "BertNormalizer"}, {"lowercase", true}}},
       {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
       {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"vocab", vocab}}},
-      {"post_processor", {{"type", "BertProcessing"}, {"sep", {"[SEP]", 102}}, {"cls", {"[CLS]", 101}}}},
+      {"post_processor",
+       {{"type", "BertProcessing"}, {"sep", {"[SEP]", 102}}, {"cls", {"[CLS]", 101}}}},
       {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}}}};
   fs::create_directories(dir_ / "tok");
   std::ofstream(dir_ / "tok" / "tokenizer.json") << tokenizer.dump();

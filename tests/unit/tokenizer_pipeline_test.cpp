@@ -4,6 +4,8 @@
 // library on real text is tests/parity/tokenizer_json_parity.py.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <regex.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/tokenizers/pipeline/decoders.h>
 #include <ctrainer/models/tokenizers/pipeline/normalized_string.h>
+#include <ctrainer/models/tokenizers/pipeline/patterns.h>
 #include <ctrainer/models/tokenizers/pipeline/pipeline_tokenizer.h>
 #include <ctrainer/models/tokenizers/pipeline/pretrained_tokenizer_fast.h>
 #include <ctrainer/models/tokenizers/pipeline/token_encoding.h>
@@ -24,12 +27,14 @@
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using ctrainer::tokenizers::NormalizedString;
 using ctrainer::tokenizers::Offsets;
 using ctrainer::tokenizers::PipelineTokenizer;
+using nlohmann::json;
 
-std::vector<Offsets> alignments(const NormalizedString& s) { return s.alignments(); }
+std::vector<Offsets> alignments(const NormalizedString& s) {
+  return s.alignments();
+}
 
 TEST(NormalizedString, PrependAndReplaceAlignWithTheCharacterTheyStandFor) {
   NormalizedString s("ab c");
@@ -37,7 +42,9 @@ TEST(NormalizedString, PrependAndReplaceAlignWithTheCharacterTheyStandFor) {
   EXPECT_EQ(s.get(), "_ab c");
   EXPECT_EQ(alignments(s), (std::vector<Offsets>{{0, 1}, {0, 1}, {1, 2}, {2, 3}, {3, 4}}));
   s.replace_ranges({{3, 4}}, "\xE2\x96\x81");  // ' ' -> '▁' (3 bytes), each aligned with ' '
-  EXPECT_EQ(s.get(), "_ab\xE2\x96\x81" "c");
+  EXPECT_EQ(s.get(),
+            "_ab\xE2\x96\x81"
+            "c");
   EXPECT_EQ(s.original_range(3, 6), (Offsets{2, 3}));
   EXPECT_EQ(s.original_range(0, s.size()), (Offsets{0, 4}));
 }
@@ -69,10 +76,26 @@ TEST(NormalizedString, MappingToSeveralCharactersInsertsAfterTheFirst) {
   EXPECT_EQ(s.original_range(1, 4), (Offsets{1, 3}));  // both parts map back to İ
 }
 
+TEST(Oniguruma, LoadsWithoutReplacingThePosixRegexOfTheProgram) {
+  // Debian's libonig exports regcomp/regexec too; linked normally, they replaced glibc's for the
+  // whole program. Once a tokenizer regex has loaded it, the program's regcomp is still libc's.
+  const ctrainer::tokenizers::Regex gpt2_words(R"( ?\p{L}+|\s+(?!\S))");
+  EXPECT_EQ(gpt2_words.find_all("hi  there").size(), 3u);
+  Dl_info where{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(&::regcomp), &where), 0);
+  EXPECT_EQ(std::string(where.dli_fname).find("onig"), std::string::npos) << where.dli_fname;
+  regex_t empty;
+  ASSERT_EQ(::regcomp(&empty, "()", REG_EXTENDED), 0);
+  EXPECT_EQ(::regexec(&empty, "anything", 0, nullptr, 0), 0);
+  ::regfree(&empty);
+}
+
 json tokenizer_json(json model, json extra = json::object()) {
-  json j = {{"version", "1.0"},          {"truncation", nullptr}, {"padding", nullptr},
-            {"added_tokens", json::array()}, {"normalizer", nullptr}, {"pre_tokenizer", nullptr},
-            {"post_processor", nullptr}, {"decoder", nullptr},    {"model", std::move(model)}};
+  json j = {{"version", "1.0"},          {"truncation", nullptr},
+            {"padding", nullptr},        {"added_tokens", json::array()},
+            {"normalizer", nullptr},     {"pre_tokenizer", nullptr},
+            {"post_processor", nullptr}, {"decoder", nullptr},
+            {"model", std::move(model)}};
   for (auto& [k, v] : extra.items()) j[k] = v;
   return j;
 }
@@ -152,8 +175,11 @@ TEST(Utf8Lossy, ReplacesEachMaximalInvalidSubpartOnceAsRustDoes) {
   using ctrainer::tokenizers::utf8_lossy;
   EXPECT_EQ(utf8_lossy("ok"), "ok");
   EXPECT_EQ(utf8_lossy("\xC3\xA9"), "\xC3\xA9");
-  EXPECT_EQ(utf8_lossy("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(utf8_lossy("\xE2\x82"), "\xEF\xBF\xBD");        // truncated 3-byte sequence: one
+  EXPECT_EQ(utf8_lossy("a\xFF"
+                       "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(utf8_lossy("\xE2\x82"), "\xEF\xBF\xBD");  // truncated 3-byte sequence: one
   EXPECT_EQ(utf8_lossy("\xE0\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: three
   EXPECT_EQ(utf8_lossy("\xF0\x9F\x98"), "\xEF\xBF\xBD");
 }
@@ -181,29 +207,33 @@ TEST(TokenizerJsonErrors, EachMalformedComponentIsNamedByItsJsonPath) {
     std::vector<std::string> expected;
   };
   const std::vector<Case> cases = {
-      {tokenizer_json(wordpiece, {{"pre_tokenizer",
-                                   {{"type", "Sequence"},
-                                    {"pretokenizers", {{{"type", "Whitespace"}}, {{"type", "Bogus"}}}}}}}),
+      {tokenizer_json(wordpiece,
+                      {{"pre_tokenizer",
+                        {{"type", "Sequence"},
+                         {"pretokenizers", {{{"type", "Whitespace"}}, {{"type", "Bogus"}}}}}}}),
        {"pre_tokenizer.pretokenizers[1].type", "unsupported pre-tokenizer \"Bogus\"", "ByteLevel"}},
-      {tokenizer_json(wordpiece, {{"normalizer", {{"type", "Replace"}, {"content", "x"},
-                                                  {"pattern", {{"Regex", "(unclosed"}}}}}}),
+      {tokenizer_json(
+           wordpiece,
+           {{"normalizer",
+             {{"type", "Replace"}, {"content", "x"}, {"pattern", {{"Regex", "(unclosed"}}}}}}),
        {"normalizer.pattern.Regex", "invalid regular expression"}},
       {tokenizer_json(json::parse(R"({"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "b"]]})")),
        {"model.merges[0]", "\"b\""}},
-      {tokenizer_json({{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()},
-                       {"dropout", 0.1}}),
+      {tokenizer_json(
+           {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}, {"dropout", 0.1}}),
        {"model.dropout", "set it to null"}},
       {tokenizer_json({{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"vocab", {{"a", 0}}}}),
        {"model.unk_token", "not in the vocabulary"}},
       {tokenizer_json(json::parse(R"({"type": "Unigram", "unk_id": 5, "vocab": [["a", -1.0]]})")),
        {"model.unk_id", "outside the vocabulary"}},
-      {tokenizer_json(wordpiece, {{"normalizer", {{"type", "Precompiled"},
-                                                  {"precompiled_charsmap", "AAAA"}}}}),
+      {tokenizer_json(wordpiece, {{"normalizer",
+                                   {{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}}}}),
        {"normalizer.precompiled_charsmap", "SentencePiece character map"}},
-      {tokenizer_json(wordpiece, {{"post_processor", {{"type", "TemplateProcessing"},
-                                                      {"single", {{{"SpecialToken", {{"id", "[CLS]"}}}}}},
-                                                      {"pair", json::array()},
-                                                      {"special_tokens", json::object()}}}}),
+      {tokenizer_json(wordpiece, {{"post_processor",
+                                   {{"type", "TemplateProcessing"},
+                                    {"single", {{{"SpecialToken", {{"id", "[CLS]"}}}}}},
+                                    {"pair", json::array()},
+                                    {"special_tokens", json::object()}}}}),
        {"post_processor.single[0].SpecialToken.id", "not in special_tokens"}},
       {tokenizer_json(wordpiece, {{"decoder", {{"type", "Metaspace"}, {"replacement", "ab"}}}}),
        {"decoder.replacement", "single character"}},
@@ -215,7 +245,8 @@ TEST(TokenizerJsonErrors, EachMalformedComponentIsNamedByItsJsonPath) {
     const std::string message = load_error(c.file);
     EXPECT_FALSE(message.empty()) << c.file.dump();
     for (const auto& part : c.expected)
-      EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in " << message;
+      EXPECT_NE(message.find(part), std::string::npos)
+          << "missing \"" << part << "\" in " << message;
   }
 }
 
@@ -237,16 +268,20 @@ class FastTokenizerFolder : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("ctrainer_fast_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     const json j = tokenizer_json(
-        {{"type", "WordLevel"}, {"unk_token", "<unk>"},
+        {{"type", "WordLevel"},
+         {"unk_token", "<unk>"},
          {"vocab", {{"<unk>", 0}, {"<pad>", 1}, {"<s>", 2}, {"hello", 3}, {"world", 4}}}},
         {{"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
-         {"added_tokens", {{{"id", 2}, {"content", "<s>"}, {"special", true}, {"normalized", false}}}},
+         {"added_tokens",
+          {{{"id", 2}, {"content", "<s>"}, {"special", true}, {"normalized", false}}}},
          {"post_processor",
           {{"type", "TemplateProcessing"},
-           {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                       {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-           {"pair", {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                     {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+           {"single",
+            {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+           {"pair",
+            {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+             {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
            {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {2}}, {"tokens", {"<s>"}}}}}}}}});
     std::ofstream(dir_ / "tokenizer.json") << j.dump();
     std::ofstream(dir_ / "tokenizer_config.json")

@@ -26,7 +26,6 @@ namespace {
 
 using nlohmann::json;
 
-
 std::vector<uint8_t> tensor_bytes(const at::Tensor& state) {
   const at::Tensor t = state.contiguous();
   std::vector<uint8_t> bytes(static_cast<size_t>(t.numel()));

@@ -49,5 +49,4 @@ nlohmann::json rng_state_to_json(const RngState& state);
 /// not match the "cuda" array, or a CPU state whose size differs from this libtorch's.
 RngState rng_state_from_json(const nlohmann::json& json);
 
-
 }  // namespace ctrainer

@@ -11,7 +11,9 @@ namespace {
 
 using nlohmann::json;
 
-bool is_word_character(char32_t c) { return c == U'_' || unicode::is_alphanumeric(c); }
+bool is_word_character(char32_t c) {
+  return c == U'_' || unicode::is_alphanumeric(c);
+}
 
 char32_t last_char(std::string_view s) {
   size_t i = s.size() - 1;

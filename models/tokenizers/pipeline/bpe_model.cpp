@@ -78,9 +78,13 @@ class BpeModel : public TokenModel {
       const std::string merged = a + (b.size() >= prefix_length ? b.substr(prefix_length) : b);
       const auto id_merged = vocab_.find(merged);
       if (!id_a || !id_b || !id_merged)
-        throw TokenizerJsonError(json_item(where, rank),
-                                 "merge of \"" + a + "\" and \"" + b + "\" uses a token not in "
-                                 "the vocabulary (\"" + (!id_a ? a : !id_b ? b : merged) + "\")");
+        throw TokenizerJsonError(json_item(where, rank), "merge of \"" + a + "\" and \"" + b +
+                                                             "\" uses a token not in "
+                                                             "the vocabulary (\"" +
+                                                             (!id_a   ? a
+                                                              : !id_b ? b
+                                                                      : merged) +
+                                                             "\")");
       merges_.emplace(pair_key(*id_a, *id_b), Merge{static_cast<int64_t>(rank), *id_merged});
       merge_list_.emplace_back(std::move(a), std::move(b));
     }

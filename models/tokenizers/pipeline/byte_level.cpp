@@ -24,7 +24,9 @@ const std::array<char32_t, 256>& byte_table() {
 
 }  // namespace
 
-char32_t byte_to_char(uint8_t byte) { return byte_table()[byte]; }
+char32_t byte_to_char(uint8_t byte) {
+  return byte_table()[byte];
+}
 
 std::optional<uint8_t> char_to_byte(char32_t c) {
   static const std::unordered_map<char32_t, uint8_t> reverse = [] {

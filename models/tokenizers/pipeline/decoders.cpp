@@ -99,10 +99,18 @@ class WordPieceDecoder : public Decoder {
     return {{"type", "WordPiece"}, {"prefix", prefix_}, {"cleanup", cleanup_}};
   }
   static std::string cleanup(std::string s) {
-    for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
-             {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-             {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"},
-             {" 're", "'re"}})
+    for (const auto& [from, to] :
+         std::initializer_list<std::pair<const char*, const char*>>{{" .", "."},
+                                                                    {" ?", "?"},
+                                                                    {" !", "!"},
+                                                                    {" ,", ","},
+                                                                    {" ' ", "'"},
+                                                                    {" n't", "n't"},
+                                                                    {" 'm", "'m"},
+                                                                    {" do not", " don't"},
+                                                                    {" 's", "'s"},
+                                                                    {" 've", "'ve"},
+                                                                    {" 're", "'re"}})
       s = replace_all(std::move(s), from, to);
     return s;
   }
@@ -309,7 +317,8 @@ std::shared_ptr<const Decoder> decoder_from_json(const json& j, const std::strin
   }
   if (type == "WordPiece")
     return std::make_shared<WordPieceDecoder>(
-        json_optional_string(j, path, "prefix").value_or("##"), json_bool(j, path, "cleanup", true));
+        json_optional_string(j, path, "prefix").value_or("##"),
+        json_bool(j, path, "cleanup", true));
   if (type == "BPEDecoder")
     return std::make_shared<BpeDecoder>(json_optional_string(j, path, "suffix").value_or("</w>"));
   if (type == "ByteFallback") return std::make_shared<ByteFallbackDecoder>();
@@ -318,20 +327,14 @@ std::shared_ptr<const Decoder> decoder_from_json(const json& j, const std::strin
     const int64_t start = json_int(j, path, "start", 0), stop = json_int(j, path, "stop", 0);
     if (start < 0 || stop < 0)
       throw TokenizerJsonError(path, "start and stop must not be negative");
-    return std::make_shared<StripDecoder>(json_char(j, path, "content"),
-                                          static_cast<size_t>(start), static_cast<size_t>(stop));
+    return std::make_shared<StripDecoder>(json_char(j, path, "content"), static_cast<size_t>(start),
+                                          static_cast<size_t>(stop));
   }
   if (type == "Replace")
     return std::make_shared<ReplaceDecoder>(json_pattern(j, path, "pattern"),
                                             json_string(j, path, "content"));
-  std::vector<std::shared_ptr<const Decoder>> parts;
-  const auto& list = json_array(j, path, "decoders");
-  const std::string where = json_child(path, "decoders");
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].is_null()) throw TokenizerJsonError(json_item(where, i), "null in a Sequence");
-    parts.push_back(decoder_from_json(list[i], json_item(where, i)));
-  }
-  return std::make_shared<SequenceDecoder>(std::move(parts));
+  return std::make_shared<SequenceDecoder>(
+      json_sequence<Decoder>(j, path, "decoders", decoder_from_json));
 }
 
 }  // namespace ctrainer::tokenizers

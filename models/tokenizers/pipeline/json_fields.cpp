@@ -18,8 +18,8 @@ std::string json_type(const nlohmann::json& j, const std::string& path,
   std::string choices;
   for (const char* k : known) choices += (choices.empty() ? "" : ", ") + std::string(k);
   if (!j.is_object())
-    throw TokenizerJsonError(path, std::string("expected a ") + what + " object (types: " +
-                                       choices + "), got " + j.dump());
+    throw TokenizerJsonError(path, std::string("expected a ") + what +
+                                       " object (types: " + choices + "), got " + j.dump());
   const std::string type = json_string(j, path, "type");
   for (const char* k : known)
     if (type == k) return type;
@@ -105,7 +105,8 @@ Pattern json_pattern(const nlohmann::json& j, const std::string& path, const std
       throw TokenizerJsonError(json_child(where, "Regex"), e.what());
     }
   }
-  throw TokenizerJsonError(where, "expected {\"String\": ...} or {\"Regex\": ...}, got " + v.dump());
+  throw TokenizerJsonError(where,
+                           "expected {\"String\": ...} or {\"Regex\": ...}, got " + v.dump());
 }
 
 nlohmann::json pattern_to_json(const Pattern& pattern) {

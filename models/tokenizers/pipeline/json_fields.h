@@ -3,8 +3,10 @@
 /// is missing or wrong ("pre_tokenizer.pretokenizers[1].type"), so a refused file says where.
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,23 @@ const nlohmann::json& json_array(const nlohmann::json& j, const std::string& pat
                                  const std::string& key);
 /// The one character of a string field (Metaspace's replacement, Strip's content).
 char32_t json_char(const nlohmann::json& j, const std::string& path, const std::string& key);
+
+/// The components of a Sequence's list `key`, each read by `from_json(item, item_path)`; a null
+/// item is refused (a Sequence of nothing is written as an empty list).
+template <typename Component, typename FromJson>
+std::vector<std::shared_ptr<const Component>> json_sequence(const nlohmann::json& j,
+                                                            const std::string& path,
+                                                            const std::string& key,
+                                                            FromJson&& from_json) {
+  const auto& list = json_array(j, path, key);
+  const std::string where = json_child(path, key);
+  std::vector<std::shared_ptr<const Component>> parts;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].is_null()) throw TokenizerJsonError(json_item(where, i), "null in a Sequence");
+    parts.push_back(from_json(list[i], json_item(where, i)));
+  }
+  return parts;
+}
 
 /// A pattern field: {"String": "..."} or {"Regex": "..."}.
 Pattern json_pattern(const nlohmann::json& j, const std::string& path, const std::string& key);

@@ -35,8 +35,8 @@ NormalizedString::NormalizedString(std::string original, size_t original_start)
 Offsets NormalizedString::original_range(size_t start, size_t end) const {
   if (start >= end || start >= alignments_.size()) {
     const size_t at = start < alignments_.size() ? alignments_[start].first
-                      : alignments_.empty()       ? original_.first
-                                                  : alignments_.back().second;
+                      : alignments_.empty()      ? original_.first
+                                                 : alignments_.back().second;
     return {at, at};
   }
   return {alignments_[start].first, alignments_[std::min(end, alignments_.size()) - 1].second};

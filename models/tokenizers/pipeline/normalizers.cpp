@@ -271,20 +271,15 @@ std::shared_ptr<const Normalizer> normalizer_from_json(const json& j, const std:
   if (type == "Replace")
     return std::make_shared<ReplaceNormalizer>(json_pattern(j, path, "pattern"),
                                                json_string(j, path, "content"));
-  if (type == "Prepend") return std::make_shared<PrependNormalizer>(json_string(j, path, "prepend"));
+  if (type == "Prepend")
+    return std::make_shared<PrependNormalizer>(json_string(j, path, "prepend"));
   if (type == "BertNormalizer")
     return std::make_shared<BertNormalizer>(
         json_bool(j, path, "clean_text", true), json_bool(j, path, "handle_chinese_chars", true),
         json_optional_bool(j, path, "strip_accents"), json_bool(j, path, "lowercase", true));
   if (type == "Precompiled") return precompiled_normalizer_from_json(j, path);
-  std::vector<std::shared_ptr<const Normalizer>> parts;
-  const auto& list = json_array(j, path, "normalizers");
-  const std::string where = json_child(path, "normalizers");
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].is_null()) throw TokenizerJsonError(json_item(where, i), "null in a Sequence");
-    parts.push_back(normalizer_from_json(list[i], json_item(where, i)));
-  }
-  return std::make_shared<SequenceNormalizer>(std::move(parts));
+  return std::make_shared<SequenceNormalizer>(
+      json_sequence<Normalizer>(j, path, "normalizers", normalizer_from_json));
 }
 
 }  // namespace ctrainer::tokenizers

@@ -1,9 +1,9 @@
 #include <ctrainer/models/tokenizers/pipeline/patterns.h>
 
+#include <dlfcn.h>
 #include <oniguruma.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include <ctrainer/core/errors.h>
 
@@ -13,25 +13,66 @@ namespace {
 
 const OnigUChar* bytes(std::string_view s) { return reinterpret_cast<const OnigUChar*>(s.data()); }
 
-void initialise_oniguruma_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    OnigEncoding encodings[] = {ONIG_ENCODING_UTF8};
-    onig_initialize(encodings, 1);
-  });
+/// Oniguruma, opened with RTLD_LOCAL: Debian's libonig also exports the POSIX names regcomp and
+/// regexec, which would otherwise replace glibc's for the whole program (GoogleTest's death-test
+/// matchers broke that way); opened locally, only the onig_* calls below reach it.
+struct Oniguruma {
+  decltype(&onig_initialize) initialize;
+  decltype(&onig_new) compile;
+  decltype(&onig_free) free;
+  decltype(&onig_search) search;
+  decltype(&onig_region_new) region_new;
+  decltype(&onig_region_clear) region_clear;
+  decltype(&onig_region_free) region_free;
+  decltype(&onig_error_code_to_str) error_text;
+  OnigEncoding utf8;
+  OnigSyntaxType* syntax;
+};
+
+const Oniguruma& oniguruma() {
+  static const Oniguruma api = [] {
+    void* library = nullptr;
+    for (const char* name : {"libonig.so.5", "libonig.so"})
+      if ((library = ::dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    if (library == nullptr)
+      throw ArgumentError(std::string("tokenizer regexes need Oniguruma (libonig.so.5, Debian's "
+                                      "libonig5 package), which cannot be loaded: ") +
+                          ::dlerror());
+    const auto symbol = [&](const char* name) {
+      void* address = ::dlsym(library, name);
+      if (address == nullptr)
+        throw ArgumentError(std::string("libonig.so.5 lacks ") + name + ": install libonig5 6.9");
+      return address;
+    };
+    Oniguruma o;
+    o.initialize = reinterpret_cast<decltype(o.initialize)>(symbol("onig_initialize"));
+    o.compile = reinterpret_cast<decltype(o.compile)>(symbol("onig_new"));
+    o.free = reinterpret_cast<decltype(o.free)>(symbol("onig_free"));
+    o.search = reinterpret_cast<decltype(o.search)>(symbol("onig_search"));
+    o.region_new = reinterpret_cast<decltype(o.region_new)>(symbol("onig_region_new"));
+    o.region_clear = reinterpret_cast<decltype(o.region_clear)>(symbol("onig_region_clear"));
+    o.region_free = reinterpret_cast<decltype(o.region_free)>(symbol("onig_region_free"));
+    o.error_text = reinterpret_cast<decltype(o.error_text)>(symbol("onig_error_code_to_str"));
+    o.utf8 = static_cast<OnigEncoding>(symbol("OnigEncodingUTF8"));
+    o.syntax = *static_cast<OnigSyntaxType**>(symbol("OnigDefaultSyntax"));
+    OnigEncoding encodings[] = {o.utf8};
+    o.initialize(encodings, 1);
+    return o;
+  }();
+  return api;
 }
 
 }  // namespace
 
 Regex::Regex(const std::string& pattern) : pattern_(pattern) {
-  initialise_oniguruma_once();
+  const Oniguruma& onig = oniguruma();
   OnigRegex regex = nullptr;
   OnigErrorInfo info;
-  const int rc = onig_new(&regex, bytes(pattern), bytes(pattern) + pattern.size(),
-                          ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
+  const int rc = onig.compile(&regex, bytes(pattern), bytes(pattern) + pattern.size(),
+                              ONIG_OPTION_NONE, onig.utf8, onig.syntax, &info);
   if (rc != ONIG_NORMAL) {
     OnigUChar message[ONIG_MAX_ERROR_MESSAGE_LEN];
-    onig_error_code_to_str(message, rc, &info);
+    onig.error_text(message, rc, &info);
     throw ArgumentError("invalid regular expression \"" + pattern +
                         "\": " + reinterpret_cast<const char*>(message));
   }
@@ -39,21 +80,22 @@ Regex::Regex(const std::string& pattern) : pattern_(pattern) {
 }
 
 Regex::~Regex() {
-  if (regex_ != nullptr) onig_free(static_cast<OnigRegex>(regex_));
+  if (regex_ != nullptr) oniguruma().free(static_cast<OnigRegex>(regex_));
 }
 
 std::vector<Offsets> Regex::find_all(std::string_view text) const {
   std::vector<Offsets> found;
-  OnigRegion* region = onig_region_new();
+  const Oniguruma& onig = oniguruma();
+  OnigRegion* region = onig.region_new();
   const OnigUChar* begin = bytes(text);
   const OnigUChar* end = begin + text.size();
   size_t search_from = 0;
   bool have_last_end = false;
   size_t last_end = 0;
   while (search_from <= text.size()) {
-    onig_region_clear(region);
-    const int at = onig_search(static_cast<OnigRegex>(regex_), begin, end, begin + search_from,
-                               end, region, ONIG_OPTION_NONE);
+    onig.region_clear(region);
+    const int at = onig.search(static_cast<OnigRegex>(regex_), begin, end, begin + search_from, end,
+                               region, ONIG_OPTION_NONE);
     if (at < 0) break;
     const auto start = static_cast<size_t>(region->beg[0]);
     const auto stop = static_cast<size_t>(region->end[0]);
@@ -69,7 +111,7 @@ std::vector<Offsets> Regex::find_all(std::string_view text) const {
     last_end = stop;
     have_last_end = true;
   }
-  onig_region_free(region, 1);
+  onig.region_free(region, 1);
   return found;
 }
 

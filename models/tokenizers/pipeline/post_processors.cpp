@@ -22,8 +22,7 @@ struct NamedId {
 NamedId named_id(const json& j, const std::string& path, const std::string& key) {
   const auto& v = json_field(j, path, key);
   if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_number_integer())
-    throw TokenizerJsonError(json_child(path, key),
-                             "expected [\"token\", id], got " + v.dump());
+    throw TokenizerJsonError(json_child(path, key), "expected [\"token\", id], got " + v.dump());
   return {v[0].get<std::string>(), v[1].get<int64_t>()};
 }
 
@@ -37,8 +36,8 @@ class BertProcessing : public PostProcessor {
     std::vector<TokenEncoding> out;
     for (size_t i = 0; i < encodings.size(); ++i) {
       const int64_t type_id = i == 0 ? 0 : 1;
-      TokenEncoding e = i == 0 ? TokenEncoding::special({cls_.id}, {cls_.token}, 0)
-                               : TokenEncoding();
+      TokenEncoding e =
+          i == 0 ? TokenEncoding::special({cls_.id}, {cls_.token}, 0) : TokenEncoding();
       std::fill(encodings[i].type_ids.begin(), encodings[i].type_ids.end(), type_id);
       e.append(encodings[i]);
       e.append(TokenEncoding::special({sep_.id}, {sep_.token}, type_id));
@@ -47,9 +46,8 @@ class BertProcessing : public PostProcessor {
     return out;
   }
   json to_json() const override {
-    return {{"type", "BertProcessing"},
-            {"sep", {sep_.token, sep_.id}},
-            {"cls", {cls_.token, cls_.id}}};
+    return {
+        {"type", "BertProcessing"}, {"sep", {sep_.token, sep_.id}}, {"cls", {cls_.token, cls_.id}}};
   }
 
  private:
@@ -59,7 +57,9 @@ class BertProcessing : public PostProcessor {
 class RobertaProcessing : public PostProcessor {
  public:
   RobertaProcessing(NamedId sep, NamedId cls, bool trim_offsets, bool add_prefix_space)
-      : sep_(std::move(sep)), cls_(std::move(cls)), trim_offsets_(trim_offsets),
+      : sep_(std::move(sep)),
+        cls_(std::move(cls)),
+        trim_offsets_(trim_offsets),
         add_prefix_space_(add_prefix_space) {}
   size_t added_tokens(bool is_pair) const override { return is_pair ? 4 : 2; }
   std::vector<TokenEncoding> process(std::vector<TokenEncoding> encodings,
@@ -97,8 +97,7 @@ class ByteLevelProcessing : public PostProcessor {
   ByteLevelProcessing(bool trim_offsets, bool add_prefix_space, bool use_regex)
       : trim_offsets_(trim_offsets), add_prefix_space_(add_prefix_space), use_regex_(use_regex) {}
   size_t added_tokens(bool) const override { return 0; }
-  std::vector<TokenEncoding> process(std::vector<TokenEncoding> encodings,
-                                     bool) const override {
+  std::vector<TokenEncoding> process(std::vector<TokenEncoding> encodings, bool) const override {
     if (trim_offsets_)
       for (auto& e : encodings) trim_byte_level_offsets(e, add_prefix_space_);
     return encodings;
@@ -211,8 +210,10 @@ class TemplateProcessing : public PostProcessor {
           throw TokenizerJsonError(json_child(json_child(item, "SpecialToken"), "id"),
                                    "\"" + p.id + "\" is not in special_tokens");
       } else {
-        throw TokenizerJsonError(item, "expected {\"Sequence\": ...} or {\"SpecialToken\": ...}, "
-                                       "got " + entry.dump());
+        throw TokenizerJsonError(item,
+                                 "expected {\"Sequence\": ...} or {\"SpecialToken\": ...}, "
+                                 "got " +
+                                     entry.dump());
       }
       pieces.push_back(std::move(p));
     }
@@ -221,8 +222,8 @@ class TemplateProcessing : public PostProcessor {
   static json template_to_json(const std::vector<Piece>& pieces) {
     json list = json::array();
     for (const auto& p : pieces)
-      list.push_back({{p.is_sequence ? "Sequence" : "SpecialToken",
-                       {{"id", p.id}, {"type_id", p.type_id}}}});
+      list.push_back(
+          {{p.is_sequence ? "Sequence" : "SpecialToken", {{"id", p.id}, {"type_id", p.type_id}}}});
     return list;
   }
 
@@ -292,14 +293,8 @@ std::shared_ptr<const PostProcessor> post_processor_from_json(const json& j,
     return std::make_shared<ByteLevelProcessing>(json_bool(j, path, "trim_offsets", true),
                                                  json_bool(j, path, "add_prefix_space", true),
                                                  json_bool(j, path, "use_regex", true));
-  std::vector<std::shared_ptr<const PostProcessor>> parts;
-  const auto& list = json_array(j, path, "processors");
-  const std::string where = json_child(path, "processors");
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].is_null()) throw TokenizerJsonError(json_item(where, i), "null in a Sequence");
-    parts.push_back(post_processor_from_json(list[i], json_item(where, i)));
-  }
-  return std::make_shared<SequenceProcessing>(std::move(parts));
+  return std::make_shared<SequenceProcessing>(
+      json_sequence<PostProcessor>(j, path, "processors", post_processor_from_json));
 }
 
 }  // namespace ctrainer::tokenizers

@@ -56,10 +56,10 @@ std::vector<PositionedToken> PreTokenizedString::into_tokens() const {
     const auto& split = splits_[word];
     if (!split.tokens) continue;
     for (const auto& token : *split.tokens) {
-      const Offsets bytes = token.offsets.first < token.offsets.second
-                                ? split.normalized.original_range(token.offsets.first,
-                                                                  token.offsets.second)
-                                : token.offsets;
+      const Offsets bytes =
+          token.offsets.first < token.offsets.second
+              ? split.normalized.original_range(token.offsets.first, token.offsets.second)
+              : token.offsets;
       out.push_back({token.id, token.value, to_chars(bytes), static_cast<int64_t>(word)});
     }
   }

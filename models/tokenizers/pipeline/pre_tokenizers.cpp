@@ -26,7 +26,9 @@ void split_by(PreTokenizedString& text, const Pattern& pattern, SplitBehavior be
   });
 }
 
-bool is_bert_punctuation(char32_t c) { return unicode::is_punctuation(c); }
+bool is_bert_punctuation(char32_t c) {
+  return unicode::is_punctuation(c);
+}
 
 const char* behavior_name(SplitBehavior b) {
   switch (b) {
@@ -47,9 +49,9 @@ const char* behavior_name(SplitBehavior b) {
 SplitBehavior behavior_from_json(const json& j, const std::string& path, const char* fallback) {
   const std::string name =
       j.contains("behavior") ? json_string(j, path, "behavior") : std::string(fallback);
-  for (auto b : {SplitBehavior::kRemoved, SplitBehavior::kIsolated,
-                 SplitBehavior::kMergedWithPrevious, SplitBehavior::kMergedWithNext,
-                 SplitBehavior::kContiguous})
+  for (auto b :
+       {SplitBehavior::kRemoved, SplitBehavior::kIsolated, SplitBehavior::kMergedWithPrevious,
+        SplitBehavior::kMergedWithNext, SplitBehavior::kContiguous})
     if (name == behavior_name(b)) return b;
   throw TokenizerJsonError(json_child(path, "behavior"),
                            "unknown split behavior \"" + name +
@@ -60,14 +62,16 @@ SplitBehavior behavior_from_json(const json& j, const std::string& path, const c
 class ByteLevelPreTokenizer : public PreTokenizer {
  public:
   ByteLevelPreTokenizer(bool add_prefix_space, bool trim_offsets, bool use_regex)
-      : add_prefix_space_(add_prefix_space), trim_offsets_(trim_offsets), use_regex_(use_regex),
+      : add_prefix_space_(add_prefix_space),
+        trim_offsets_(trim_offsets),
+        use_regex_(use_regex),
         split_(Pattern::expression(gpt2_split_pattern())) {}
   void pre_tokenize(PreTokenizedString& text) const override {
     text.split([&](size_t, NormalizedString&& piece) {
       if (add_prefix_space_ && piece.get().rfind(' ', 0) != 0) piece.prepend(" ");
       if (!use_regex_) return std::vector<NormalizedString>{std::move(piece)};
-      return slices(piece, split_ranges(find_matches(split_, piece.get()),
-                                        SplitBehavior::kIsolated, false));
+      return slices(
+          piece, split_ranges(find_matches(split_, piece.get()), SplitBehavior::kIsolated, false));
     });
     text.normalize(to_byte_level);
   }
@@ -197,8 +201,9 @@ PrependScheme prepend_scheme_from_json(const json& j, const std::string& path) {
   else if (name == "never")
     scheme = PrependScheme::kNever;
   else
-    throw TokenizerJsonError(json_child(path, "prepend_scheme"),
-                             "unknown prepend scheme \"" + name + "\" (supported: always, first, never)");
+    throw TokenizerJsonError(
+        json_child(path, "prepend_scheme"),
+        "unknown prepend scheme \"" + name + "\" (supported: always, first, never)");
   if (add_prefix_space == false) {
     if (scheme != PrependScheme::kNever)
       throw TokenizerJsonError(json_child(path, "add_prefix_space"),
@@ -248,25 +253,19 @@ std::shared_ptr<const PreTokenizer> pre_tokenizer_from_json(const json& j,
   if (type == "Digits") {
     const bool individual = json_bool(j, path, "individual_digits", false);
     return std::make_shared<CharClassPreTokenizer>(
-        std::vector<Step>{{unicode::is_numeric, individual ? SplitBehavior::kIsolated
-                                                           : SplitBehavior::kContiguous}},
+        std::vector<Step>{{unicode::is_numeric,
+                           individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous}},
         json{{"type", "Digits"}, {"individual_digits", individual}});
   }
   if (type == "CharDelimiterSplit") {
     const char32_t delimiter = json_char(j, path, "delimiter");
     return std::make_shared<CharClassPreTokenizer>(
-        std::vector<Step>{{[delimiter](char32_t c) { return c == delimiter; },
-                           SplitBehavior::kRemoved}},
+        std::vector<Step>{
+            {[delimiter](char32_t c) { return c == delimiter; }, SplitBehavior::kRemoved}},
         j);
   }
-  std::vector<std::shared_ptr<const PreTokenizer>> parts;
-  const auto& list = json_array(j, path, "pretokenizers");
-  const std::string where = json_child(path, "pretokenizers");
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].is_null()) throw TokenizerJsonError(json_item(where, i), "null in a Sequence");
-    parts.push_back(pre_tokenizer_from_json(list[i], json_item(where, i)));
-  }
-  return std::make_shared<SequencePreTokenizer>(std::move(parts));
+  return std::make_shared<SequencePreTokenizer>(
+      json_sequence<PreTokenizer>(j, path, "pretokenizers", pre_tokenizer_from_json));
 }
 
 }  // namespace ctrainer::tokenizers

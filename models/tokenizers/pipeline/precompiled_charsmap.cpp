@@ -15,10 +15,18 @@ namespace {
 using nlohmann::json;
 
 // darts-clone's unit layout.
-bool has_leaf(uint32_t unit) { return ((unit >> 8) & 1) == 1; }
-uint32_t unit_value(uint32_t unit) { return unit & ((1U << 31) - 1); }
-uint32_t unit_label(uint32_t unit) { return unit & ((1U << 31) | 0xFF); }
-uint32_t unit_offset(uint32_t unit) { return (unit >> 10) << ((unit & (1U << 9)) >> 6); }
+bool has_leaf(uint32_t unit) {
+  return ((unit >> 8) & 1) == 1;
+}
+uint32_t unit_value(uint32_t unit) {
+  return unit & ((1U << 31) - 1);
+}
+uint32_t unit_label(uint32_t unit) {
+  return unit & ((1U << 31) | 0xFF);
+}
+uint32_t unit_offset(uint32_t unit) {
+  return (unit >> 10) << ((unit & (1U << 9)) >> 6);
+}
 
 /// Appends `replacement`'s characters for the `original` chunk as HF's Precompiled does: each
 /// new character replaces one, extra ones are inserted, a shorter replacement folds the
@@ -44,9 +52,9 @@ std::vector<std::string_view> graphemes(std::string_view s) {
   size_t start = 0, at = 0;
   utf8proc_int32_t state = 0;
   for (size_t i = 0; i < chars.size(); ++i) {
-    if (i > 0 && utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(chars[i - 1]),
-                                                  static_cast<utf8proc_int32_t>(chars[i]),
-                                                  &state)) {
+    if (i > 0 &&
+        utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(chars[i - 1]),
+                                         static_cast<utf8proc_int32_t>(chars[i]), &state)) {
       out.push_back(s.substr(start, at - start));
       start = at;
     }
@@ -127,8 +135,8 @@ std::optional<std::string_view> PrecompiledCharsmap::transform(std::string_view 
       const size_t index = unit_value(trie_[node]);
       if (index >= normalized_.size()) return std::nullopt;
       const size_t end = normalized_.find('\0', index);
-      return normalized_.substr(index, (end == std::string_view::npos ? normalized_.size() : end) -
-                                           index);
+      return normalized_.substr(index,
+                                (end == std::string_view::npos ? normalized_.size() : end) - index);
     }
   }
   return std::nullopt;

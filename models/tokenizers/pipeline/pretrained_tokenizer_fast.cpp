@@ -47,13 +47,23 @@ std::optional<tokenizers::AddedToken> special_token(const json& config, const ch
 const std::map<std::string, std::map<std::string, std::string>>& class_defaults() {
   static const std::map<std::string, std::map<std::string, std::string>> defaults = {
       {"GPT2Tokenizer",
-       {{"unk_token", "<|endoftext|>"}, {"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}}},
+       {{"unk_token", "<|endoftext|>"},
+        {"bos_token", "<|endoftext|>"},
+        {"eos_token", "<|endoftext|>"}}},
       {"RobertaTokenizer",
-       {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"sep_token", "</s>"}, {"cls_token", "<s>"},
-        {"unk_token", "<unk>"}, {"pad_token", "<pad>"}, {"mask_token", "<mask>"}}},
+       {{"bos_token", "<s>"},
+        {"eos_token", "</s>"},
+        {"sep_token", "</s>"},
+        {"cls_token", "<s>"},
+        {"unk_token", "<unk>"},
+        {"pad_token", "<pad>"},
+        {"mask_token", "<mask>"}}},
       {"BertTokenizer",
-       {{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"},
-        {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}}},
+       {{"unk_token", "[UNK]"},
+        {"sep_token", "[SEP]"},
+        {"pad_token", "[PAD]"},
+        {"cls_token", "[CLS]"},
+        {"mask_token", "[MASK]"}}},
       {"LlamaTokenizer", {{"unk_token", "<unk>"}, {"bos_token", "<s>"}, {"eos_token", "</s>"}}},
       {"T5Tokenizer", {{"unk_token", "<unk>"}, {"eos_token", "</s>"}, {"pad_token", "<pad>"}}},
   };
@@ -96,8 +106,8 @@ std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretraine
   std::shared_ptr<tokenizers::PipelineTokenizer> pipeline;
   if (!fs::is_regular_file(file) && fs::is_directory(given)) {
     if (auto built = tokenizers::tokenizer_json_from_bpe_files(folder, t->config_))
-      pipeline = std::make_shared<tokenizers::PipelineTokenizer>(*built,
-                                                                 (folder / "vocab.json").string());
+      pipeline =
+          std::make_shared<tokenizers::PipelineTokenizer>(*built, (folder / "vocab.json").string());
   }
   if (!pipeline)
     pipeline = std::make_shared<tokenizers::PipelineTokenizer>(
@@ -121,7 +131,7 @@ std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretraine
     pipeline->add_special_token(*token);
     return token->content;
   };
-  t->special_ = {special("pad_token"), special("unk_token"), special("cls_token"),
+  t->special_ = {special("pad_token"), special("unk_token"),  special("cls_token"),
                  special("sep_token"), special("mask_token"), special("bos_token"),
                  special("eos_token")};
 
@@ -151,12 +161,13 @@ Encoding PreTrainedTokenizerFast::encode(std::string_view text,
                                          std::optional<std::string_view> pair,
                                          const EncodeOptions& options) const {
   std::optional<int64_t> max_length = options.max_length;
-  if (!max_length && (options.truncation != Truncation::kNone ||
-                      options.padding == Padding::kMaxLength))
+  if (!max_length &&
+      (options.truncation != Truncation::kNone || options.padding == Padding::kMaxLength))
     max_length = model_max_length_;
   if (options.truncation != Truncation::kNone && !max_length)
-    throw ArgumentError("truncation needs max_length: this tokenizer's tokenizer_config.json "
-                        "sets no model_max_length");
+    throw ArgumentError(
+        "truncation needs max_length: this tokenizer's tokenizer_config.json "
+        "sets no model_max_length");
   std::optional<tokenizers::TruncationParams> truncation;
   if (options.truncation != Truncation::kNone) {
     tokenizers::TruncationParams params;
@@ -204,9 +215,17 @@ std::string PreTrainedTokenizerFast::decode(const std::vector<int64_t>& ids,
   std::string text = pipeline_->decode(ids, skip_special_tokens);
   // transformers cleans up only when the tokenizer's config asks for it (its default since 4.45).
   if (!(clean_up_tokenization_spaces && clean_up_tokenization_spaces_)) return text;
-  for (const auto& [from, to] : std::initializer_list<std::pair<std::string, std::string>>{
-           {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-           {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+  for (const auto& [from, to] :
+       std::initializer_list<std::pair<std::string, std::string>>{{" .", "."},
+                                                                  {" ?", "?"},
+                                                                  {" !", "!"},
+                                                                  {" ,", ","},
+                                                                  {" ' ", "'"},
+                                                                  {" n't", "n't"},
+                                                                  {" 'm", "'m"},
+                                                                  {" 's", "'s"},
+                                                                  {" 've", "'ve"},
+                                                                  {" 're", "'re"}})
     for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
       text.replace(at, from.size(), to);
   return text;
@@ -243,8 +262,8 @@ void PreTrainedTokenizerFast::save_pretrained(const std::string& dir) const {
   config["tokenizer_class"] = class_name_;
   json map = json::object();
   const std::pair<const char*, const std::optional<std::string>*> named[] = {
-      {"bos_token", &special_.bos}, {"eos_token", &special_.eos}, {"unk_token", &special_.unk},
-      {"sep_token", &special_.sep}, {"pad_token", &special_.pad}, {"cls_token", &special_.cls},
+      {"bos_token", &special_.bos},  {"eos_token", &special_.eos}, {"unk_token", &special_.unk},
+      {"sep_token", &special_.sep},  {"pad_token", &special_.pad}, {"cls_token", &special_.cls},
       {"mask_token", &special_.mask}};
   for (const auto& [key, value] : named)
     if (*value) {

@@ -14,7 +14,9 @@ class WordPieceModel : public TokenModel {
  public:
   WordPieceModel(Vocabulary vocab, std::string unk, std::string prefix, int64_t max_chars,
                  const std::string& path)
-      : vocab_(std::move(vocab)), unk_(std::move(unk)), prefix_(std::move(prefix)),
+      : vocab_(std::move(vocab)),
+        unk_(std::move(unk)),
+        prefix_(std::move(prefix)),
         max_chars_(max_chars) {
     const auto id = vocab_.find(unk_);
     if (!id)
@@ -72,13 +74,16 @@ class WordPieceModel : public TokenModel {
 /// Whole words (HF's models::wordlevel).
 class WordLevelModel : public TokenModel {
  public:
-  WordLevelModel(Vocabulary vocab, std::string unk) : vocab_(std::move(vocab)), unk_(std::move(unk)) {}
+  WordLevelModel(Vocabulary vocab, std::string unk)
+      : vocab_(std::move(vocab)), unk_(std::move(unk)) {}
   std::vector<Token> tokenize(const std::string& text) const override {
     if (const auto id = vocab_.find(text)) return {{*id, text, {0, text.size()}}};
     const auto unk_id = vocab_.find(unk_);
     if (!unk_id)
-      throw ArgumentError("WordLevel: \"" + text + "\" is not in the vocabulary and the unk "
-                               "token \"" + unk_ + "\" is not either");
+      throw ArgumentError("WordLevel: \"" + text +
+                          "\" is not in the vocabulary and the unk "
+                          "token \"" +
+                          unk_ + "\" is not either");
     return {{*unk_id, unk_, {0, text.size()}}};
   }
   std::optional<int64_t> token_to_id(std::string_view token) const override {
@@ -99,8 +104,8 @@ class WordLevelModel : public TokenModel {
 
 Vocabulary::Vocabulary(const json& j, const std::string& path) {
   if (!j.is_object())
-    throw TokenizerJsonError(path, "expected an object of token: id, got " +
-                                       j.dump().substr(0, 80));
+    throw TokenizerJsonError(path,
+                             "expected an object of token: id, got " + j.dump().substr(0, 80));
   for (const auto& [token, id] : j.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0)
       throw TokenizerJsonError(json_child(path, token),

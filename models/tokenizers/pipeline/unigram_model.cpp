@@ -29,8 +29,9 @@ class PieceTrie {
     size_t node = 0;
     for (unsigned char c : piece) {
       auto& children = nodes_[node].children;
-      auto it = std::lower_bound(children.begin(), children.end(), c,
-                                 [](const auto& child, unsigned char k) { return child.first < k; });
+      auto it =
+          std::lower_bound(children.begin(), children.end(), c,
+                           [](const auto& child, unsigned char k) { return child.first < k; });
       if (it == children.end() || it->first != c) {
         it = children.insert(it, {c, nodes_.size()});
         const size_t created = nodes_.size();
@@ -49,8 +50,9 @@ class PieceTrie {
     for (size_t i = start; i < text.size(); ++i) {
       const auto& children = nodes_[node].children;
       const auto c = static_cast<unsigned char>(text[i]);
-      auto it = std::lower_bound(children.begin(), children.end(), c,
-                                 [](const auto& child, unsigned char k) { return child.first < k; });
+      auto it =
+          std::lower_bound(children.begin(), children.end(), c,
+                           [](const auto& child, unsigned char k) { return child.first < k; });
       if (it == children.end() || it->first != c) return;
       node = it->second;
       if (nodes_[node].id >= 0) found(i + 1 - start, nodes_[node].id);
@@ -86,9 +88,9 @@ class UnigramModel : public TokenModel {
     if (j.contains("unk_id") && !j.at("unk_id").is_null()) {
       unk_id_ = json_int(j, path, "unk_id");
       if (*unk_id_ < 0 || *unk_id_ >= static_cast<int64_t>(pieces_.size()))
-        throw TokenizerJsonError(json_child(path, "unk_id"),
-                                 fmt::format("{} is outside the vocabulary of {} pieces",
-                                             *unk_id_, pieces_.size()));
+        throw TokenizerJsonError(
+            json_child(path, "unk_id"),
+            fmt::format("{} is outside the vocabulary of {} pieces", *unk_id_, pieces_.size()));
     }
   }
 
@@ -165,7 +167,7 @@ class UnigramModel : public TokenModel {
       if (!has_single_char_piece) {
         if (!unk_id_)
           throw ArgumentError("Unigram: \"" + text.substr(start, char_length) +
-                                   "\" is in no piece and the model has no unk_id");
+                              "\" is in no piece and the model has no unk_id");
         Best& target = best[start + char_length];
         const double candidate = unk_score + here;
         if (!target.starts_at || candidate > target.score) {
