@@ -55,7 +55,12 @@ json read_merges(const fs::path& file) {
 std::optional<json> tokenizer_json_from_bpe_files(const fs::path& folder, const json& config) {
   const fs::path vocab_file = folder / "vocab.json", merges_file = folder / "merges.txt";
   if (!fs::is_regular_file(vocab_file) || !fs::is_regular_file(merges_file)) return std::nullopt;
-  const json vocab = read_json_file(vocab_file, "vocabulary");
+  json vocab;
+  try {
+    vocab = read_json_file(vocab_file, "vocabulary");
+  } catch (const std::runtime_error& e) {  // a user's file: bad input, not a fault
+    throw ArgumentError(e.what());
+  }
   if (!vocab.is_object())
     throw ArgumentError(vocab_file.string() + ": expected an object of token: id");
   const std::string klass = config.value("tokenizer_class", std::string("GPT2Tokenizer"));

@@ -81,7 +81,12 @@ Side side_option(const json& config, const char* key, const fs::path& file) {
 
 json read_optional(const fs::path& file) {
   if (!fs::is_regular_file(file)) return json::object();
-  json j = read_json_file(file, "tokenizer file");
+  json j;
+  try {
+    j = read_json_file(file, "tokenizer file");
+  } catch (const std::runtime_error& e) {  // a user's file: bad input, not a fault
+    throw ArgumentError(e.what());
+  }
   if (!j.is_object()) throw ArgumentError(file.string() + " must hold a JSON object");
   return j;
 }
