@@ -6,6 +6,7 @@
 // length, so a 1 MB word takes well under a second.
 #include <ctrainer/models/tokenizers/pipeline/token_models.h>
 
+#include <atomic>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
@@ -95,15 +96,24 @@ class BpeModel : public TokenModel {
     if (ignore_merges_)
       if (const auto id = vocab_.find(text)) return {{*id, text, {0, text.size()}}};
     const bool cacheable = text.size() < kCacheableLength;
+    // The word cache never makes a thread wait (as the Rust library's): a busy lock is a miss,
+    // and a full cache is not written. Waiting for it made two threads slower than one.
     if (cacheable) {
-      std::shared_lock lock(cache_mutex_);
-      const auto it = cache_.find(text);
-      if (it != cache_.end()) return to_tokens(it->second);
+      std::shared_lock lock(cache_mutex_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        const auto it = cache_.find(text);
+        if (it != cache_.end()) return to_tokens(it->second);
+      }
     }
     std::vector<Symbol> word = merge_word(text);
-    if (cacheable) {
-      std::unique_lock lock(cache_mutex_);
-      if (cache_.size() < kCacheCapacity) cache_.emplace(text, word);
+    if (cacheable && !cache_full_.load(std::memory_order_relaxed)) {
+      std::unique_lock lock(cache_mutex_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        if (cache_.size() < kCacheCapacity)
+          cache_.emplace(text, word);
+        else
+          cache_full_.store(true, std::memory_order_relaxed);
+      }
     }
     return to_tokens(word);
   }
@@ -250,6 +260,7 @@ class BpeModel : public TokenModel {
   bool fuse_unk_, byte_fallback_, ignore_merges_;
   mutable std::shared_mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<Symbol>> cache_;
+  mutable std::atomic<bool> cache_full_{false};
 };
 
 }  // namespace
