@@ -143,6 +143,11 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+def voluntary_switches():
+    """Times a thread gave up its core early (waiting for a lock or I/O), as our worker counts."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+
+
 def status_mb(field):
     """VmRSS (resident now) or VmHWM (peak since exec) in MB. The bench takes the peak from here,
     not from wait4's ru_maxrss, which keeps the parent's peak across posix_spawn's exec."""
@@ -161,12 +166,13 @@ def encode(tokenizer_json, texts_path, threads):
     tok = Tokenizer.from_file(tokenizer_json)
     inputs, text_bytes = read_texts(texts_path)
     tok.encode_batch(inputs, add_special_tokens=True)  # warm-up: page faults, rayon's pool
-    cpu0, start = cpu_seconds(), time.perf_counter()
+    cpu0, switches0, start = cpu_seconds(), voluntary_switches(), time.perf_counter()
     encodings = tok.encode_batch(inputs, add_special_tokens=True)
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
+    switches = voluntary_switches() - switches0
     tokens = sum(len(e.ids) for e in encodings)
     # cpu_seconds / seconds shows how many threads really worked (1.0 for RAYON_NUM_THREADS=1).
-    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "tokens": tokens, "texts": len(inputs),
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "voluntary_switches": switches, "tokens": tokens, "texts": len(inputs),
                       "bytes": text_bytes, "threads": threads,
                       "os_threads": len(os.listdir("/proc/self/task")), "start_rss_mb": start_rss,
                       "peak_rss_mb": status_mb("VmHWM")}))

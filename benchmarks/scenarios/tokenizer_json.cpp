@@ -159,6 +159,8 @@ json side_summary(const std::vector<json>& runs) {
           {"cpu_per_wall", per([](const json& r) {
              return r["cpu_seconds"].get<double>() / r["seconds"].get<double>();
            })},
+          {"voluntary_switches",
+           per([](const json& r) { return r["voluntary_switches"].get<double>(); })},
           {"peak_rss_mb", per([](const json& r) { return r["peak_rss_mb"].get<double>(); })},
           {"start_rss_mb", per([](const json& r) { return r["start_rss_mb"].get<double>(); })},
           {"peak_rise_mb", per([](const json& r) {
@@ -281,6 +283,9 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
       result.rows.push_back({{what + ": CPU s / wall s (Rust CPU s / ours)",
                               fmt_2(o["cpu_per_wall"].get<double>()),
                               fmt_2(ru["cpu_per_wall"].get<double>()), fmt_2(median(cpu_ratios))}});
+      result.rows.push_back({{what + ": voluntary context switches",
+                              fmt_int(o["voluntary_switches"].get<double>()),
+                              fmt_int(ru["voluntary_switches"].get<double>()), "-"}});
       result.rows.push_back(
           {{what + ": peak RSS MB (at start)",
             fmt::format("{:.0f} ({:.0f})", o["peak_rss_mb"].get<double>(),
@@ -333,28 +338,58 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
   result.metrics["word_largest_seconds"] = largest_seconds;
   result.metrics["word_per_char_cost_growth"] = growth(word_ours);
 
-  // Where our time goes: the pipeline's steps timed apart, one thread.
+  // Where our time goes: the pipeline's steps timed apart, on 1 thread (shares of the time)
+  // and on all threads (each step's thread-seconds against 1 thread's: a step that grows when
+  // threads run at once waits for something they share).
   for (const std::string t : kTokenizers) {
-    json stages = run_ours(s, "ours_stages_" + t,
-                           {{"mode", "stages"}, {"tokenizer", tokenizer_path(t)}, {"texts", texts}});
-    if (stages["tokens"].get<int64_t>() != tokens_of[t])
-      throw std::runtime_error(fmt::format(
-          "tokenizer_json: the step-by-step {} pipeline made {} tokens, encode {}", t,
-          stages["tokens"].get<int64_t>(), tokens_of[t]));
-    const double total = stages["total_seconds"].get<double>();
-    json shares = json::object();
-    std::string text;
-    for (const char* stage : kStageOrder) {
-      const double seconds = stages["seconds"].at(stage).get<double>();
-      shares[stage] = seconds / total;
-      text += fmt::format("{}{} {:.0f}%", text.empty() ? "" : ", ", stage, 100 * seconds / total);
+    json one_thread;
+    for (const int threads : thread_counts) {
+      json stages = run_ours(s, fmt::format("ours_stages_{}_{}t", t, threads),
+                             {{"mode", "stages"},
+                              {"tokenizer", tokenizer_path(t)},
+                              {"texts", texts},
+                              {"threads", threads}});
+      if (stages["tokens"].get<int64_t>() != tokens_of[t])
+        throw std::runtime_error(fmt::format(
+            "tokenizer_json: the step-by-step {} pipeline made {} tokens, encode {}", t,
+            stages["tokens"].get<int64_t>(), tokens_of[t]));
+      double thread_seconds = 0;
+      for (const char* stage : kStageOrder) thread_seconds += stages["seconds"][stage].get<double>();
+      json shares = json::object(), growth = json::object();
+      std::string text;
+      for (const char* stage : kStageOrder) {
+        const double sec = stages["seconds"][stage].get<double>();
+        shares[stage] = sec / thread_seconds;
+        if (threads == 1) {
+          text += fmt::format("{}{} {:.0f}%", text.empty() ? "" : ", ", stage,
+                              100 * sec / thread_seconds);
+        } else {
+          growth[stage] = sec / one_thread["seconds"][stage].get<double>();
+          text += fmt::format("{}{} {:.2f}x", text.empty() ? "" : ", ", stage,
+                              growth[stage].get<double>());
+        }
+      }
+      json entry = {{"threads", threads},
+                    {"seconds", stages["seconds"]},
+                    {"wall_seconds", stages["total_seconds"]},
+                    {"thread_seconds", thread_seconds},
+                    {"shares", shares}};
+      if (threads == 1) {
+        one_thread = entry;
+      } else {
+        entry["thread_seconds_vs_1_thread"] = growth;
+        entry["total_vs_1_thread"] = thread_seconds / one_thread["thread_seconds"].get<double>();
+      }
+      result.metrics["stages"][t][threads == 1 ? "1_thread" : "all_threads"] = entry;
+      result.rows.push_back(
+          {{threads == 1
+                ? fmt::format("{} 1 thread, our time by step ({:.2f} s)",
+                              t == "bpe" ? "BPE" : "WordPiece", thread_seconds)
+                : fmt::format("{} {} threads, our thread-seconds by step vs 1 thread ({:.2f}x)",
+                              t == "bpe" ? "BPE" : "WordPiece", threads,
+                              thread_seconds / one_thread["thread_seconds"].get<double>()),
+            text, "-", "-"}});
     }
-    result.metrics["stages"][t] = {{"seconds", stages["seconds"]},
-                                   {"total_seconds", total},
-                                   {"shares", shares}};
-    result.rows.push_back({{fmt::format("{} 1 thread, our time by step ({:.2f} s)",
-                                        t == "bpe" ? "BPE" : "WordPiece", total),
-                            text, "-", "-"}});
   }
 
   const bool word_met = !options.quick && largest_seconds < 1.0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -39,6 +40,14 @@ double cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
+/// Times a thread of this process gave up its core before its time slice ended: waiting for
+/// a lock (futex) or I/O. A lock that threads fight over shows here.
+int64_t voluntary_switches() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_nvcsw;
+}
+
 std::vector<Row> read_rows(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("tokenizer_json worker: cannot read " + path);
@@ -60,13 +69,11 @@ size_t row_bytes(const Row& row) {
   return row.a.size() + (row.b ? row.b->size() : 0);
 }
 
-/// Every row encoded, rows cut into `threads` contiguous chunks of about equal bytes, one
-/// std::thread each. Equal bytes rather than equal counts: the MRPC pairs at the end are 4x
-/// longer than the SST-2 sentences, and a static split by count would leave one thread idle
-/// while the Rust library's work stealing balances the same texts.
-std::vector<TokenEncoding> encode_all(const PipelineTokenizer& tok, const std::vector<Row>& rows,
-                                      int threads) {
-  std::vector<TokenEncoding> out(rows.size());
+/// Where `threads` contiguous chunks of about equal bytes start (and the last ends). Equal
+/// bytes rather than equal counts: the MRPC pairs at the end are 4x longer than the SST-2
+/// sentences, and a static split by count would leave one thread idle while the Rust library's
+/// work stealing balances the same texts.
+std::vector<size_t> chunk_bounds(const std::vector<Row>& rows, int threads) {
   size_t total = 0;
   for (const auto& row : rows) total += row_bytes(row);
   std::vector<size_t> bounds{0};
@@ -76,13 +83,19 @@ std::vector<TokenEncoding> encode_all(const PipelineTokenizer& tok, const std::v
     if (seen * threads >= total * bounds.size()) bounds.push_back(i + 1);
   }
   while (bounds.size() <= static_cast<size_t>(threads)) bounds.push_back(rows.size());
+  return bounds;
+}
+
+/// Runs work(thread, first row, end row) on one std::thread per chunk; rethrows the first error.
+void run_chunks(const std::vector<Row>& rows, int threads,
+                const std::function<void(int, size_t, size_t)>& work) {
+  const auto bounds = chunk_bounds(rows, threads);
   std::vector<std::exception_ptr> errors(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       try {
-        for (size_t i = bounds[t]; i < bounds[t + 1]; ++i)
-          out[i] = tok.encode(rows[i].a, rows[i].b ? &*rows[i].b : nullptr, true);
+        work(t, bounds[t], bounds[t + 1]);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -90,6 +103,16 @@ std::vector<TokenEncoding> encode_all(const PipelineTokenizer& tok, const std::v
   for (auto& thread : pool) thread.join();
   for (const auto& error : errors)
     if (error) std::rethrow_exception(error);
+}
+
+/// Every row encoded (kept, as encode_batch returns them all), on `threads` threads.
+std::vector<TokenEncoding> encode_all(const PipelineTokenizer& tok, const std::vector<Row>& rows,
+                                      int threads) {
+  std::vector<TokenEncoding> out(rows.size());
+  run_chunks(rows, threads, [&](int, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      out[i] = tok.encode(rows[i].a, rows[i].b ? &*rows[i].b : nullptr, true);
+  });
   return out;
 }
 
@@ -107,11 +130,14 @@ nlohmann::json encode_job(const nlohmann::json& job, double start_rss_mb) {
   for (const auto& row : rows) bytes += row_bytes(row);
   encode_all(*tok, rows, threads);  // warm-up, as the Rust side's
   const double cpu0 = cpu_seconds();
+  const int64_t switches0 = voluntary_switches();
   const auto start = Clock::now();
   const auto encodings = encode_all(*tok, rows, threads);
   const double seconds = since(start), cpu = cpu_seconds() - cpu0;
+  const int64_t switches = voluntary_switches() - switches0;
   return {{"seconds", seconds},
           {"cpu_seconds", cpu},
+          {"voluntary_switches", switches},
           {"tokens", count_tokens(encodings)},
           {"texts", rows.size()},
           {"bytes", bytes},
@@ -168,17 +194,19 @@ nlohmann::json stages_job(const nlohmann::json& job) {
   const auto post = post_processor_from_json(field("post_processor"), "post_processor");
   const AddedVocabulary added(field("added_tokens"), "added_tokens", normalizer);
   const auto rows = read_rows(job.at("texts").get<std::string>());
+  const int threads = std::max(1, job.value("threads", 1));
 
   enum { kUtf8, kAdded, kNormalize, kPreTokenize, kModel, kAssemble, kPost, kStages };
   static const char* const kNames[kStages] = {
       "utf8_check", "added_tokens", "normalizer", "pre_tokenizer", "model",
       "tokens_to_encoding", "post_processor"};
-  std::vector<double> seconds(kStages, 0.0);
-  const auto single = [&](const std::string& text, int64_t type_id) {
+  // Per thread and stage: wall time inside the step, which includes waiting for a lock.
+  std::vector<std::vector<double>> seconds;
+  const auto single = [&](std::vector<double>& sec, const std::string& text, int64_t type_id) {
     auto t = Clock::now();
     const auto lap = [&](int stage) {
       const auto now = Clock::now();
-      seconds[stage] += std::chrono::duration<double>(now - t).count();
+      sec[stage] += std::chrono::duration<double>(now - t).count();
       t = now;
     };
     if (unicode::first_invalid_utf8(text)) throw std::runtime_error("invalid UTF-8 in " + path);
@@ -196,21 +224,35 @@ nlohmann::json stages_job(const nlohmann::json& job) {
     return encoding;
   };
   std::vector<TokenEncoding> out(rows.size());
-  int64_t tokens = 0;
+  const auto pass = [&] {
+    seconds.assign(threads, std::vector<double>(kStages, 0.0));
+    run_chunks(rows, threads, [&](int thread, size_t begin, size_t end) {
+      auto& sec = seconds[thread];
+      for (size_t i = begin; i < end; ++i) {
+        std::vector<TokenEncoding> parts{single(sec, rows[i].a, 0)};
+        if (rows[i].b) parts.push_back(single(sec, *rows[i].b, 1));
+        const auto t = Clock::now();
+        if (post) parts = post->process(std::move(parts), true);
+        TokenEncoding merged;
+        for (const auto& part : parts) merged.append(part);
+        out[i] = std::move(merged);
+        sec[kPost] += since(t);
+      }
+    });
+  };
+  pass();  // warm-up: the BPE model's cache filled, as in "encode"'s timed pass
   const auto start = Clock::now();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<TokenEncoding> parts{single(rows[i].a, 0)};
-    if (rows[i].b) parts.push_back(single(*rows[i].b, 1));
-    const auto t = Clock::now();
-    if (post) parts = post->process(std::move(parts), true);
-    for (const auto& part : parts) out[i].append(part);
-    seconds[kPost] += since(t);
-    tokens += static_cast<int64_t>(out[i].size());
-  }
+  pass();
   const double total = since(start);
+  const int64_t tokens = count_tokens(out);
+  // Summed over the threads: thread-seconds per step.
   nlohmann::json by_stage = nlohmann::json::object();
-  for (int s = 0; s < kStages; ++s) by_stage[kNames[s]] = seconds[s];
-  return {{"seconds", by_stage}, {"total_seconds", total}, {"tokens", tokens}};
+  for (int s = 0; s < kStages; ++s) {
+    double sum = 0;
+    for (const auto& per_thread : seconds) sum += per_thread[s];
+    by_stage[kNames[s]] = sum;
+  }
+  return {{"seconds", by_stage}, {"total_seconds", total}, {"tokens", tokens}, {"threads", threads}};
 }
 
 }  // namespace

@@ -16,13 +16,15 @@ inline constexpr const char* kWorkerEnv = "CTRAINER_BENCH_TOKENIZER_JSON_WORKER"
 /// - "encode" {"texts": JSONL path, "threads": N}: encodes every line (["a"] or ["a", "b"], with
 ///   special tokens) once as a warm-up and once timed, the lines split into N contiguous chunks
 ///   of one std::thread each; every encoding is kept until the end, as encode_batch returns
-///   them. Result: {seconds, cpu_seconds, tokens, texts, bytes, threads, start_rss_mb (VmRSS
-///   before any work), peak_rss_mb (VmHWM at the end)}.
+///   them. Result: {seconds, cpu_seconds, voluntary_switches (of the timed pass: waits for a
+///   lock), tokens, texts, bytes, threads, start_rss_mb (VmRSS before any work), peak_rss_mb
+///   (VmHWM at the end)}.
 /// - "word" {"sizes": [N...], "repeats": R}: one word of N ASCII letters per size, encoded R
 ///   times; {sizes, seconds (median per size), tokens}.
-/// - "stages" {"texts": path}: one thread, the pipeline's steps timed one by one with the
-///   public components (added-token split, normalizer, pre-tokenizer, model, tokens ->
-///   encoding, post-processor); {seconds: {stage: s}, tokens, plain_seconds}. Its tokens must
+/// - "stages" {"texts": path, "threads": N}: "encode"'s work (warm-up, then timed) with the
+///   pipeline's steps run one by one from the public components and timed apart (UTF-8 check,
+///   added-token split, normalizer, pre-tokenizer, model, tokens -> encoding, post-processor);
+///   {seconds: {step: thread-seconds}, total_seconds (wall), tokens, threads}. Its tokens must
 ///   equal "encode"'s, which the scenario checks.
 /// Throws std::runtime_error (naming the file) on unreadable input.
 nlohmann::json run_worker_job(const nlohmann::json& job);
