@@ -16,16 +16,17 @@
 //
 // Targets: ours / Rust tokens/s >= 1.0 per thread for BPE and WordPiece, on 1 thread and on all
 // threads; the 1 MB word under 1 s.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <fstream>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
