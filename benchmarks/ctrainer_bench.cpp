@@ -19,6 +19,7 @@ Scenario checkpoint_io_scenario();
 Scenario precision_scenario();
 Scenario gradient_checkpointing_scenario();
 Scenario tokenizer_scenario();
+Scenario tokenizer_json_scenario();
 Scenario dataloader_scenario();
 Scenario ddp_scenario();
 Scenario sharding_scenario();
@@ -35,6 +36,7 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::checkpoint_io_scenario(),
           ctrainer::bench::gradient_checkpointing_scenario(),
           ctrainer::bench::tokenizer_scenario(),
+          ctrainer::bench::tokenizer_json_scenario(),
           ctrainer::bench::dataloader_scenario(),
           ctrainer::bench::precision_scenario(),
           ctrainer::bench::ddp_scenario(),

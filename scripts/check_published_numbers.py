@@ -30,6 +30,7 @@ import sys
 # Files where every measurement must carry its source (globs). Others are checked where they
 # carry markers.
 COVERED = ["README.md", "docs/*.md", "benchmarks/results/tokenizer.md",
+           "benchmarks/results/tokenizer_json.md",
            "benchmarks/results/dataloader.md", "benchmarks/results/precision.md",
            "benchmarks/results/gradient_checkpointing.md", "benchmarks/results/checkpoint_io.md",
            "benchmarks/results/ddp.md", "benchmarks/results/sharding.md",
