@@ -98,21 +98,9 @@ class WordPieceDecoder : public Decoder {
   json to_json() const override {
     return {{"type", "WordPiece"}, {"prefix", prefix_}, {"cleanup", cleanup_}};
   }
+  /// The Rust WordPiece decoder's clean-up: transformers' list plus " do not" -> " don't".
   static std::string cleanup(std::string s) {
-    for (const auto& [from, to] :
-         std::initializer_list<std::pair<const char*, const char*>>{{" .", "."},
-                                                                    {" ?", "?"},
-                                                                    {" !", "!"},
-                                                                    {" ,", ","},
-                                                                    {" ' ", "'"},
-                                                                    {" n't", "n't"},
-                                                                    {" 'm", "'m"},
-                                                                    {" do not", " don't"},
-                                                                    {" 's", "'s"},
-                                                                    {" 've", "'ve"},
-                                                                    {" 're", "'re"}})
-      s = replace_all(std::move(s), from, to);
-    return s;
+    return replace_all(clean_up_tokenization(std::move(s)), " do not", " don't");
   }
 
  private:
@@ -251,6 +239,22 @@ class SequenceDecoder : public Decoder {
 };
 
 }  // namespace
+
+std::string clean_up_tokenization(std::string text) {
+  for (const auto& [from, to] :
+       std::initializer_list<std::pair<const char*, const char*>>{{" .", "."},
+                                                                  {" ?", "?"},
+                                                                  {" !", "!"},
+                                                                  {" ,", ","},
+                                                                  {" ' ", "'"},
+                                                                  {" n't", "n't"},
+                                                                  {" 'm", "'m"},
+                                                                  {" 's", "'s"},
+                                                                  {" 've", "'ve"},
+                                                                  {" 're", "'re"}})
+    text = replace_all(std::move(text), from, to);
+  return text;
+}
 
 std::string Decoder::decode(std::vector<std::string> tokens) const {
   std::string text;

@@ -21,6 +21,9 @@ class Decoder {
 
 std::shared_ptr<const Decoder> decoder_from_json(const nlohmann::json& j, const std::string& path);
 
+/// transformers' clean_up_tokenization: no space before . ? ! , and English contractions.
+std::string clean_up_tokenization(std::string text);
+
 /// `bytes` as UTF-8 text, each invalid sequence replaced by U+FFFD as Rust's
 /// String::from_utf8_lossy does (one per maximal invalid subpart).
 std::string utf8_lossy(const std::string& bytes);

@@ -220,20 +220,7 @@ std::string PreTrainedTokenizerFast::decode(const std::vector<int64_t>& ids,
   std::string text = pipeline_->decode(ids, skip_special_tokens);
   // transformers cleans up only when the tokenizer's config asks for it (its default since 4.45).
   if (!(clean_up_tokenization_spaces && clean_up_tokenization_spaces_)) return text;
-  for (const auto& [from, to] :
-       std::initializer_list<std::pair<std::string, std::string>>{{" .", "."},
-                                                                  {" ?", "?"},
-                                                                  {" !", "!"},
-                                                                  {" ,", ","},
-                                                                  {" ' ", "'"},
-                                                                  {" n't", "n't"},
-                                                                  {" 'm", "'m"},
-                                                                  {" 's", "'s"},
-                                                                  {" 've", "'ve"},
-                                                                  {" 're", "'re"}})
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-      text.replace(at, from.size(), to);
-  return text;
+  return tokenizers::clean_up_tokenization(std::move(text));
 }
 
 std::optional<int64_t> PreTrainedTokenizerFast::token_to_id(std::string_view token) const {
