@@ -219,8 +219,11 @@ TEST(Launcher, ExitsWithTheFailureWhenRestartsAreUsedUp) {
 TEST(Launcher, KillsWorkersThatIgnoreSigtermAfterTheGracePeriod) {
   const fs::path dir = scratch_dir();
   const LaunchResult run =
+      // --out: rank 1 fails only once rank 0 has started ignoring SIGTERM (under load it
+      // failed first and rank 0 died of the SIGTERM, so no SIGKILL was needed).
       run_launcher(dir, {"--nproc-per-node", "2", "--grace-period", "0.5"}, kWorker,
-                   {"--fail-rank", "1", "--fail-code", "9", "--ignore-term", "--sleep", "60"});
+                   {"--out", dir.string(), "--fail-rank", "1", "--fail-code", "9",
+                    "--ignore-term", "--sleep", "60"});
   EXPECT_EQ(run.code, 9) << run.err;
   EXPECT_LT(run.seconds, 20);
   EXPECT_NE(run.err.find("did not stop after SIGTERM: sending SIGKILL"), std::string::npos)
