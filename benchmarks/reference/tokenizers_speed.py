@@ -25,19 +25,11 @@ import statistics
 import sys
 import time
 
+from glue_text import GLUE_TASKS, read_glue_task
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES_DATA = os.path.join(SOURCE_DIR, "examples", "data")
-# Text columns of the GLUE train files (CoLA has no header: its sentence is the 4th column).
-GLUE_COLUMNS = {
-    "CoLA": (3, None),
-    "SST-2": ("sentence", None),
-    "MRPC": ("#1 String", "#2 String"),
-    "RTE": ("sentence1", "sentence2"),
-    "STS-B": ("sentence1", "sentence2"),
-    "WNLI": ("sentence1", "sentence2"),
-}
 # GPT-2's vocabulary size is 50k; 30k trains on the GLUE text in a few seconds and, like GPT-2's,
 # turns most English words into one token. --quick: a tiny vocabulary (a smoke test).
 BPE_VOCAB = 30000
@@ -52,31 +44,16 @@ def fail(message):
 
 def read_glue(folder, split="train"):
     """(text_a, text_b or None) of each row, as ctrainer's GLUE reader sees them."""
-    a_col, b_col = GLUE_COLUMNS[folder]
-    path = os.path.join(EXAMPLES_DATA, "glue", folder, f"{split}.tsv")
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    if isinstance(a_col, int):
-        a, b = a_col, None
-    else:
-        header, lines = lines[0].split("\t"), lines[1:]
-        a, b = header.index(a_col), header.index(b_col) if b_col else None
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        fields = line.split("\t")
-        if max(a, b or 0) >= len(fields):
-            fail(f"{path}: row {number} has {len(fields)} columns")
-        rows.append((fields[a], fields[b] if b is not None else None))
-    return rows
+    try:
+        return read_glue_task(EXAMPLES_DATA, folder, split)
+    except ValueError as error:
+        fail(str(error))
 
 
 def build_bpe(quick):
     """GPT-2's pipeline (ByteLevel pre-tokenizer without prefix space, ByteLevel decoder and
     post-processor, <|endoftext|>) with merges trained on every GLUE train sentence."""
-    texts = [t for folder in GLUE_COLUMNS for row in read_glue(folder) for t in row if t is not None]
+    texts = [t for folder in GLUE_TASKS for row in read_glue(folder) for t in row if t is not None]
     if quick:
         texts = texts[:2000]
     tok = Tokenizer(models.BPE())

@@ -85,12 +85,9 @@ VsHfOptions parse_options(const BenchOptions& options) {
   // pretrained folder with its own tokenizer) and both kinds of metric (accuracy; accuracy and
   // F1 on sentence pairs): about 30 s on a quiet 2-core machine, mostly Python's imports.
   const auto all = all_workloads(options.quick);
-  const bool on_gpu = flag_or(options, "device", "cpu") == "cuda";
-  std::string names_all, names_default;
-  for (const auto& w : all) {
-    names_all += (names_all.empty() ? "" : ",") + w.name;
-    if (on_gpu || !w.gpu_scale) names_default += (names_default.empty() ? "" : ",") + w.name;
-  }
+  const std::string names_all = workload_names(all, true);
+  const std::string names_default =
+      workload_names(all, flag_or(options, "device", "cpu") == "cuda");
   const std::string wanted =
       flag_or(options, "workloads", options.quick ? "w1_b8,w2_mrpc" : names_default);
   for (const auto& name : split_list(wanted)) {
@@ -580,9 +577,8 @@ Scenario vs_hf_scenario() {
           "W3 BERT-base FLOP/s), alternating processes, 2 threads each",
           run_vs_hf,
           {{"workloads", "LIST",
-            "comma-separated: w1_b8,w1_b32,w2_mrpc,w2_sst2,w3,w3_b32 (default all but "
-            "w3_b32, which only --device cuda adds; --quick: "
-            "w1_b8,w2_mrpc)"},
+            "comma-separated: w1_b8,w1_b32,w2_mrpc,w2_sst2,w3,w3_b32 (default all but w3_b32, "
+            "which only --device cuda adds; --quick: w1_b8,w2_mrpc)"},
            {"device", "cpu|cuda", "where every side trains (default cpu)"},
            {"bf16", "", "bf16 autocast on every side (the GPU recipe: --device cuda --bf16)"},
            {"padding", "max_length|dynamic", "run_glue.py's default max_length, or per batch"},

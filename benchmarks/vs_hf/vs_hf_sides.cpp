@@ -189,6 +189,13 @@ std::vector<Workload> all_workloads(bool quick) {
   return all;
 }
 
+std::string workload_names(const std::vector<Workload>& workloads, bool with_gpu_scale) {
+  std::string names;
+  for (const auto& w : workloads)
+    if (with_gpu_scale || !w.gpu_scale) names += (names.empty() ? "" : ",") + w.name;
+  return names;
+}
+
 Paths resolve_paths(bool need_minilm) {
   Paths p;
   p.python = env_or("CTRAINER_BENCH_PYTHON", CTRAINER_BENCH_PYTHON_DEFAULT);

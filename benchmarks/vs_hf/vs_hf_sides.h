@@ -48,6 +48,8 @@ struct Workload {
 /// `quick`, each shrunk to 2 steps of at most 8 examples of at most 64 tokens (a smoke test, not a
 /// measurement).
 std::vector<Workload> all_workloads(bool quick);
+/// The names of `workloads`, comma-separated; the GPU-sized ones only `with_gpu_scale`.
+std::string workload_names(const std::vector<Workload>& workloads, bool with_gpu_scale);
 
 /// Where the programs, scripts and data are: compile-time defaults (CMake), each overridable
 /// by an environment variable (named in the error when neither gives a usable path).

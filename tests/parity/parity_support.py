@@ -45,39 +45,17 @@ def fail_if(differences, what, limit=20):
     print(f"parity: {what}: no difference")
 
 
-# folder -> (text_a column, text_b column or None); CoLA has no header: its columns are
-# source, label, original_label, sentence (glue_task.cpp's headerless_columns).
-GLUE_TASKS = {
-    "CoLA": ("sentence", None),
-    "SST-2": ("sentence", None),
-    "MRPC": ("#1 String", "#2 String"),
-    "RTE": ("sentence1", "sentence2"),
-    "STS-B": ("sentence1", "sentence2"),
-    "WNLI": ("sentence1", "sentence2"),
-}
-COLA_COLUMNS = ["source", "label", "original_label", "sentence"]
-GLUE_SPLITS = ("train", "dev")
+# The GLUE text as our readers see it: benchmarks/reference/glue_text.py (torch-free, shared with
+# the tokenizer benchmark).
+sys.path.insert(0, os.path.join(SOURCE_DIR, "benchmarks", "reference"))
+import glue_text  # noqa: E402
+
+GLUE_TASKS, GLUE_SPLITS = glue_text.GLUE_TASKS, glue_text.GLUE_SPLITS
 
 
 def read_glue_task(folder, split):
-    """The (text_a, text_b) rows of examples/data/glue/<folder>/<split>.tsv as our readers see them:
-    UTF-8 (BOM dropped), one record per line, split on tabs, no quoting."""
-    text_a, text_b = GLUE_TASKS[folder]
-    path = os.path.join(EXAMPLES_DATA, "glue", folder, f"{split}.tsv")
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    if folder == "CoLA":
-        header = COLA_COLUMNS
-    else:
-        header, lines = lines[0].split("\t"), lines[1:]
-    a, b = header.index(text_a), header.index(text_b) if text_b else None
-    rows = []
-    for number, line in enumerate(lines, start=1 if folder == "CoLA" else 2):
-        fields = line.split("\t")
-        if len(fields) != len(header):
-            sys.exit(f"parity: {path}:{number}: {len(fields)} columns, expected {len(header)}")
-        rows.append((fields[a], fields[b] if b is not None else None))
-    return rows
+    """The (text_a, text_b) rows of examples/data/glue/<folder>/<split>.tsv; exits on a bad row."""
+    try:
+        return glue_text.read_glue_task(EXAMPLES_DATA, folder, split)
+    except ValueError as error:
+        sys.exit(f"parity: {error}")
