@@ -6,6 +6,7 @@
 // escape (invalid UTF-8). Checks: every field has one length, ids are known to the tokenizer,
 // offsets lie within their text (characters, start <= end), max_length holds when truncating,
 // and decode works.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -115,6 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     p.max_length = data[1] % 40;
     p.strategy = static_cast<ctrainer::tokenizers::TruncationStrategy>((flags >> 5) % 3);
     p.from_left = (flags & 0x80) != 0;
+    p.stride = (data[1] / 40) % 6;  // overflowing windows that overlap by 0-5 tokens
     truncation = p;
   }
   ctrainer::tokenizers::TokenEncoding e;
@@ -123,17 +125,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const ctrainer::ArgumentError&) {
     return 0;  // invalid UTF-8, or a truncation that cannot be honoured
   }
-  const size_t n = e.ids.size();
-  if (e.type_ids.size() != n || e.tokens.size() != n || e.offsets.size() != n ||
-      e.special_tokens_mask.size() != n || e.attention_mask.size() != n || e.words.size() != n)
-    broken("the encoding's fields differ in length");
   const size_t longest = std::max(characters(text), has_pair ? characters(pair) : 0);
-  for (size_t i = 0; i < n; ++i) {
-    if (!t.id_to_token(e.ids[i])) broken("an id the tokenizer does not know");
-    if (e.offsets[i].first > e.offsets[i].second || e.offsets[i].second > longest)
-      broken("offsets outside the text");
+  // The encoding and every overflowing window (windows of windows included) are well formed.
+  // (When max_length leaves room for the special tokens only, the Rust library keeps nothing and
+  // returns the whole text as one window, longer than max_length: so do we.)
+  const bool kept_nothing = std::all_of(e.special_tokens_mask.begin(), e.special_tokens_mask.end(),
+                                        [](int64_t special) { return special == 1; });
+  std::vector<const ctrainer::tokenizers::TokenEncoding*> pending{&e};
+  while (!pending.empty()) {
+    const auto& w = *pending.back();
+    pending.pop_back();
+    const size_t n = w.ids.size();
+    if (w.type_ids.size() != n || w.tokens.size() != n || w.offsets.size() != n ||
+        w.special_tokens_mask.size() != n || w.attention_mask.size() != n || w.words.size() != n)
+      broken("the encoding's fields differ in length");
+    for (size_t i = 0; i < n; ++i) {
+      if (!t.id_to_token(w.ids[i])) broken("an id the tokenizer does not know");
+      if (w.offsets[i].first > w.offsets[i].second || w.offsets[i].second > longest)
+        broken("offsets outside the text");
+    }
+    if (truncation && n > truncation->max_length && !(kept_nothing && &w != &e))
+      broken("longer than max_length");
+    if (!truncation && !w.overflowing.empty()) broken("overflowing windows without truncation");
+    for (const auto& window : w.overflowing) pending.push_back(&window);
   }
-  if (truncation && n > truncation->max_length) broken("longer than max_length");
   try {
     (void)t.decode(e.ids, true);
     (void)t.decode(e.ids, false);

@@ -28,7 +28,7 @@ constexpr const char* kUsage =
     "                         [--truncation_side right|left] [--padding max_length]\n"
     "                         [--pad_to_multiple_of N] [--padding_side right|left]\n"
     "                         [--input_format tsv|jsonl] [--decode] [--continue_on_error]\n"
-    "                         [--save_to DIR]\n"
+    "                         [--save_to DIR] [--return_overflowing_tokens [--stride N]]\n"
     "\n"
     "--tokenizer_name: a model folder (tokenizer.json, or vocab.txt + tokenizer_config.json) or a\n"
     "tokenizer.json file, read as transformers' AutoTokenizer reads it. --vocab: a WordPiece\n"
@@ -39,7 +39,10 @@ constexpr const char* kUsage =
     "decoded_without_special. --max_length truncates (longest_first unless --truncation says),\n"
     "the special tokens included. --continue_on_error prints {\"error\": message} for a line that\n"
     "cannot be encoded and goes on (exit status 1 at the end) instead of stopping. --save_to\n"
-    "writes the tokenizer's files into DIR (as save_pretrained) before reading stdin.\n";
+    "writes the tokenizer's files into DIR (as save_pretrained) before reading stdin.\n"
+    "--return_overflowing_tokens (with truncation, tokenizer.json tokenizers) adds overflowing:\n"
+    "the windows truncation cut off, each an object of the same fields, in HF tokenizers' order;\n"
+    "--stride N repeats N tokens of the window before in each.\n";
 
 struct Args {
   std::string tokenizer_name, vocab, save_to;
@@ -76,11 +79,11 @@ ctrainer::Side parse_side(const std::string& flag, const std::string& value) {
 
 Args parse_args(int argc, char** argv) {
   Args args;
-  static const char* const kFlags[] = {"tokenizer_name",     "vocab",        "do_lower_case",
-                                       "add_special_tokens", "max_length",   "truncation",
-                                       "truncation_side",    "padding",      "pad_to_multiple_of",
-                                       "padding_side",       "input_format", "decode",
-                                       "continue_on_error",  "save_to"};
+  static const char* const kFlags[] = {
+      "tokenizer_name",     "vocab",        "do_lower_case",   "add_special_tokens",
+      "max_length",         "truncation",   "truncation_side", "padding",
+      "pad_to_multiple_of", "padding_side", "input_format",    "decode",
+      "continue_on_error",  "save_to",      "stride",          "return_overflowing_tokens"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -94,8 +97,10 @@ Args parse_args(int argc, char** argv) {
       throw ctrainer::ArgumentError(
           (arg.starts_with("--") ? "unknown flag --" + name : "unexpected argument '" + arg + "'") +
           " (text comes on stdin; see --help for the flags)");
-    if (name == "decode" || name == "continue_on_error") {
-      (name == "decode" ? args.decode : args.continue_on_error) = true;
+    if (name == "decode" || name == "continue_on_error" || name == "return_overflowing_tokens") {
+      (name == "decode"              ? args.decode
+       : name == "continue_on_error" ? args.continue_on_error
+                                     : args.encode.return_overflowing_tokens) = true;
       continue;
     }
     std::string value;
@@ -143,6 +148,8 @@ Args parse_args(int argc, char** argv) {
         args.encode.padding = ctrainer::Padding::kLongest;
     } else if (name == "padding_side") {
       args.encode.padding_side = parse_side(name, value);
+    } else if (name == "stride") {
+      args.encode.stride = value == "0" ? 0 : parse_positive(name, value);
     } else if (name == "save_to") {
       args.save_to = value;
     } else if (name == "input_format") {
@@ -167,6 +174,12 @@ Args parse_args(int argc, char** argv) {
   }
   if (args.encode.padding == ctrainer::Padding::kMaxLength && !args.encode.max_length)
     throw ctrainer::ArgumentError("--padding max_length needs --max_length N");
+  if (args.encode.return_overflowing_tokens && !args.encode.max_length)
+    throw ctrainer::ArgumentError(
+        "--return_overflowing_tokens needs --max_length N (the windows are what truncation cuts)");
+  if (args.encode.stride > 0 && !args.encode.return_overflowing_tokens)
+    throw ctrainer::ArgumentError(
+        "--stride sets the overlap of the overflowing windows: add --return_overflowing_tokens");
   return args;
 }
 
@@ -213,6 +226,31 @@ std::string compact(const json& value) {
   return out + "]";
 }
 
+/// One encoding as a JSON object with keys in a fixed order, ", " and ": " between items (the
+/// layout of earlier versions); its overflowing windows nested the same way.
+std::string encoding_object(const ctrainer::Encoding& enc, bool with_overflowing) {
+  std::string shown = "{";
+  const auto field = [&](const char* key, const std::string& value) {
+    if (shown.size() > 1) shown += ", ";
+    shown += "\"" + std::string(key) + "\": " + value;
+  };
+  field("input_ids", compact(enc.input_ids));
+  field("token_type_ids", compact(enc.token_type_ids));
+  field("attention_mask", compact(enc.attention_mask));
+  if (enc.tokens.size() == enc.input_ids.size()) {  // tokenizers that track them
+    field("tokens", compact(enc.tokens));
+    field("offsets", compact(enc.offsets));
+    field("special_tokens_mask", compact(enc.special_tokens_mask));
+  }
+  if (with_overflowing) {
+    std::string windows = "[";
+    for (size_t i = 0; i < enc.overflowing.size(); ++i)
+      windows += (i ? ", " : "") + encoding_object(enc.overflowing[i], true);
+    field("overflowing", windows + "]");
+  }
+  return shown + "}";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,25 +282,14 @@ int main(int argc, char** argv) {
         std::fwrite(shown.data(), 1, shown.size(), stdout);
         continue;
       }
-      // Keys in a fixed order, ", " and ": " between items: the layout of earlier versions.
-      std::string shown = "{";
-      const auto field = [&](const char* key, const json& value) {
-        if (shown.size() > 1) shown += ", ";
-        shown += "\"" + std::string(key) + "\": " + compact(value);
-      };
-      field("input_ids", enc.input_ids);
-      field("token_type_ids", enc.token_type_ids);
-      field("attention_mask", enc.attention_mask);
-      if (enc.tokens.size() == enc.input_ids.size()) {  // tokenizers that track them
-        field("tokens", enc.tokens);
-        field("offsets", enc.offsets);
-        field("special_tokens_mask", enc.special_tokens_mask);
-      }
+      std::string shown = encoding_object(enc, args.encode.return_overflowing_tokens);
       if (args.decode) {
-        field("decoded", tokenizer->decode(enc.input_ids, false, false));
-        field("decoded_without_special", tokenizer->decode(enc.input_ids, true, false));
+        shown.pop_back();
+        shown += ", \"decoded\": " + compact(tokenizer->decode(enc.input_ids, false, false));
+        shown += ", \"decoded_without_special\": " +
+                 compact(tokenizer->decode(enc.input_ids, true, false)) + "}";
       }
-      shown += "}\n";
+      shown += "\n";
       std::fwrite(shown.data(), 1, shown.size(), stdout);
     }
     if (failed) return 1;

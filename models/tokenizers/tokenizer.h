@@ -49,6 +49,13 @@ struct EncodeOptions {
   std::optional<Side> padding_side;
   /// Which end truncation cuts; unset: the tokenizer's truncation_side.
   std::optional<Side> truncation_side;
+  /// With return_overflowing_tokens: how many tokens each overflowing window repeats from the
+  /// window before it (HF's `stride`). Needs truncation; must be below max_length less the
+  /// special tokens.
+  int64_t stride = 0;
+  /// Keep what truncation cut off, in Encoding::overflowing (HF's return_overflowing_tokens).
+  /// Only tokenizer.json pipelines (PreTrainedTokenizerFast) produce them.
+  bool return_overflowing_tokens = false;
 };
 
 /// Model inputs of one text or pair.
@@ -64,6 +71,10 @@ struct Encoding {
   std::vector<std::string> tokens;
   std::vector<std::pair<int64_t, int64_t>> offsets;
   std::vector<int64_t> special_tokens_mask;
+  /// With EncodeOptions::return_overflowing_tokens: the windows truncation cut off, each with
+  /// the special tokens and padding of a whole encoding, in HF tokenizers' order (an entry of a
+  /// truncated pair may hold its own overflowing, as the Rust Encoding does).
+  std::vector<Encoding> overflowing;
 };
 
 /// The special tokens of a tokenizer (HF's special_tokens_map); unset ones it does not have.

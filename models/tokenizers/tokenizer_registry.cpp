@@ -100,25 +100,37 @@ std::shared_ptr<Tokenizer> AutoTokenizer::from_pretrained(const std::string& pat
                          given.filename() != "tokenizer_config.json";
   const bool bpe_files = fs::is_directory(given) && fs::is_regular_file(folder / "vocab.json") &&
                          fs::is_regular_file(folder / "merges.txt");
-  if (json_file || fs::is_regular_file(folder / "tokenizer.json") || bpe_files) {
+  // A SentencePiece model without a tokenizer.json: transformers builds the pipeline from it
+  // (tokenizer.model for every class, spiece.model for T5).
+  const auto configured =
+      fs::is_directory(given) ? configured_class(folder / "tokenizer_config.json") : std::nullopt;
+  const bool sentencepiece_file =
+      fs::is_directory(given) &&
+      (fs::is_regular_file(folder / "tokenizer.model") ||
+       (fs::is_regular_file(folder / "spiece.model") && configured &&
+        (*configured == "T5Tokenizer" || *configured == "T5TokenizerFast")));
+  if (json_file || fs::is_regular_file(folder / "tokenizer.json") || bpe_files ||
+      sentencepiece_file) {
     if (options.do_lower_case)
       throw ArgumentError(path + " has a tokenizer.json, whose normalizer decides the casing: " +
                           "drop --do_lower_case (it applies to vocab.txt tokenizers)");
-    // vocab.json + merges.txt: the byte-level BPE transformers builds from them (GPT-2, RoBERTa).
+    // vocab.json + merges.txt: the byte-level BPE transformers builds from them (GPT-2, RoBERTa);
+    // a SentencePiece model: what transformers builds for its class.
     return PreTrainedTokenizerFast::from_pretrained(json_file ? path : folder.string());
   }
   if (auto name = configured_class(folder / "tokenizer_config.json")) {
     if (const TokenizerFactory* factory = registry.find(*name)) return (*factory)(path, options);
     throw ArgumentError((folder / "tokenizer_config.json").string() + ": tokenizer_class " + *name +
                         " is not one this build reads without a tokenizer.json (it reads " +
-                        join(registry.classes()) + ", and any class from tokenizer.json or " +
-                        "vocab.json + merges.txt)");
+                        join(registry.classes()) + ", and any class from tokenizer.json, " +
+                        "vocab.json + merges.txt or a SentencePiece tokenizer.model)");
   }
   const fs::path vocab = fs::is_directory(given) ? given / "vocab.txt" : given;
   if (fs::is_regular_file(vocab) || !fs::is_directory(given))
     return (*registry.find("BertTokenizer"))(path, options);
   throw ArgumentError(path + " holds no tokenizer this build reads: expected tokenizer.json, " +
-                      "vocab.json + merges.txt (byte-level BPE), vocab.txt (WordPiece) or a " +
+                      "vocab.json + merges.txt (byte-level BPE), a SentencePiece tokenizer.model " +
+                      "(spiece.model for T5), vocab.txt (WordPiece) or a " +
                       "tokenizer_config.json naming one of " + join(registry.classes()));
 }
 

@@ -11,8 +11,9 @@ words). Two more kinds come from SentencePiece models trained here and converted
 converts them (Precompiled character map + Metaspace + Unigram as T5, BPE with byte_fallback as
 Llama 2). ids, type ids, attention mask, offsets (characters), special-token mask, tokens and
 decode(ids) (with and without special tokens) must be equal. Then every truncation strategy and
-side and every padding mode on the pairs of MRPC dev and the edge cases, item by item (an item
-the Rust library refuses must be refused by ours too). Finally the tokenizer.json we write back
+side, the overflowing windows with a stride (nested as the Rust Encoding nests them), and every
+padding mode on the pairs of MRPC dev and the edge cases, item by item (an item the Rust library
+refuses must be refused by ours too). Finally the tokenizer.json we write back
 (ctrainer-tokenize --save_to) must load in `tokenizers` and encode the edge cases the same.
 """
 import json
@@ -229,7 +230,17 @@ def build(kind, texts):
     sys.exit(f"parity: unknown tokenizer kind {kind!r}")
 
 
-def reference(tok, rows, batched=True):
+def fields(e, overflowing=False):
+    """An Encoding as ctrainer-tokenize prints it (its overflowing windows nested the same way)."""
+    out = {"input_ids": e.ids, "token_type_ids": e.type_ids, "attention_mask": e.attention_mask,
+           "tokens": e.tokens, "offsets": [list(o) for o in e.offsets],
+           "special_tokens_mask": e.special_tokens_mask}
+    if overflowing:
+        out["overflowing"] = [fields(o, True) for o in e.overflowing]
+    return out
+
+
+def reference(tok, rows, batched=True, overflowing=False):
     """The Rust library's encoding of each row, as the dict ctrainer-tokenize prints (or an error).
     `batched`: one call for the singles and one for the pairs unless an item is refused (not with
     padding, which would pad to the batch's longest: ctrainer-tokenize encodes each line alone)."""
@@ -242,22 +253,23 @@ def reference(tok, rows, batched=True):
             batch = tok.encode_batch([rows[i] if paired else rows[i][0] for i in index])
             for i, e in zip(index, batch):
                 encodings[i] = e
-    except Exception:  # some item is refused: one by one, to know which
+    except BaseException as error:  # some item is refused (or panics): one by one, to know which
+        if isinstance(error, KeyboardInterrupt):
+            raise
         encodings = []
         for a, b in rows:
             try:
                 encodings.append(tok.encode(a, b) if b is not None else tok.encode(a))
-            except Exception as error:
+            except BaseException as error:  # also the library's panics (a too wide stride)
+                if isinstance(error, KeyboardInterrupt):
+                    raise
                 encodings.append(str(error))
     out = []
     for e in encodings:
         if isinstance(e, str):
             out.append({"error": e})
             continue
-        out.append({"input_ids": e.ids, "token_type_ids": e.type_ids, "attention_mask": e.attention_mask,
-                    "tokens": e.tokens, "offsets": [list(o) for o in e.offsets],
-                    "special_tokens_mask": e.special_tokens_mask,
-                    "decoded": tok.decode(e.ids, skip_special_tokens=False),
+        out.append({**fields(e, overflowing), "decoded": tok.decode(e.ids, skip_special_tokens=False),
                     "decoded_without_special": tok.decode(e.ids, skip_special_tokens=True)})
     return out
 
@@ -276,7 +288,7 @@ def ours(path, rows, flags=()):
 
 def compare(what, names, rows, mine, theirs, differences):
     keys = ("input_ids", "token_type_ids", "attention_mask", "tokens", "offsets", "special_tokens_mask",
-            "decoded", "decoded_without_special")
+            "decoded", "decoded_without_special", "overflowing")
     for name, row, m, t in zip(names, rows, mine, theirs):
         if "error" in t or "error" in m:
             if ("error" in t) != ("error" in m):
@@ -284,7 +296,7 @@ def compare(what, names, rows, mine, theirs, differences):
                                    f"tokenizers {t.get('error', 'encoded')!r:.200}")
             continue
         for key in keys:
-            if m.get(key) != t[key]:
+            if key in t and m.get(key) != t[key]:
                 differences.append(f"{what} {name} {row!r:.160}\n      {key}: ours {m.get(key)!r:.400}\n"
                                    f"      {' ' * len(key)}  tokenizers {t[key]!r:.400}")
                 break
@@ -303,6 +315,18 @@ MODES = [  # (ctrainer-tokenize flags, how the Rust tokenizer is configured)
     (["--max_length", "40", "--padding", "max_length", "--padding_side", "left"],
      dict(truncation=dict(max_length=40), padding=dict(length=40, direction="left"))),
     (["--pad_to_multiple_of", "8"], dict(padding=dict(pad_to_multiple_of=8))),
+    # Overflowing windows (HF's stride): nested windows of truncated pairs, windows from the left,
+    # windows padded like their encoding, and a stride of 0.
+    (["--max_length", "24", "--return_overflowing_tokens", "--stride", "4"],
+     dict(truncation=dict(max_length=24, stride=4))),
+    (["--max_length", "20", "--truncation", "only_first", "--truncation_side", "left",
+      "--return_overflowing_tokens", "--stride", "2"],
+     dict(truncation=dict(max_length=20, stride=2, strategy="only_first", direction="left"))),
+    (["--max_length", "22", "--truncation", "only_second", "--return_overflowing_tokens", "--stride", "5"],
+     dict(truncation=dict(max_length=22, stride=5, strategy="only_second"))),
+    (["--max_length", "16", "--truncation_side", "left", "--return_overflowing_tokens",
+      "--padding", "max_length", "--padding_side", "left"],
+     dict(truncation=dict(max_length=16, direction="left"), padding=dict(length=16, direction="left"))),
 ]
 
 
@@ -341,9 +365,11 @@ def main():
                 configured.enable_truncation(**config["truncation"])
             if "padding" in config:
                 configured.enable_padding(pad_id=configured.token_to_id(pad), pad_token=pad, **config["padding"])
-            compare(" ".join(flags), sub_names, sub_rows, ours(path, sub_rows, flags),
-                    reference(configured, sub_rows, batched=False), differences)
-            cases += len(sub_rows)
+            theirs_configured = reference(configured, sub_rows, batched=False,
+                                          overflowing="--return_overflowing_tokens" in flags)
+            compare(" ".join(flags), sub_names, sub_rows, ours(path, sub_rows, flags), theirs_configured,
+                    differences)
+            cases += len(sub_rows) + sum(len(t.get("overflowing", ())) for t in theirs_configured)
 
         saved = os.path.join(scratch, "saved")
         run([binary("ctrainer-tokenize"), "--tokenizer_name", path, "--save_to", saved], input="")

@@ -20,6 +20,7 @@
 #include <ctrainer/models/tokenizers/pipeline/normalized_string.h>
 #include <ctrainer/models/tokenizers/pipeline/patterns.h>
 #include <ctrainer/models/tokenizers/pipeline/pipeline_tokenizer.h>
+#include <ctrainer/models/tokenizers/pipeline/post_processors.h>
 #include <ctrainer/models/tokenizers/pipeline/pretrained_tokenizer_fast.h>
 #include <ctrainer/models/tokenizers/pipeline/token_encoding.h>
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
@@ -169,6 +170,101 @@ TEST(Truncation, LongestFirstShortensThePairAsTheRustLibraryDoes) {
   EXPECT_THROW(ctrainer::tokenizers::truncate_encodings(
                    a, &b, {4, ctrainer::tokenizers::TruncationStrategy::kOnlySecond}),
                ctrainer::ArgumentError);
+}
+
+/// A sequence of `ids`, each its own word, with type id `type_id`.
+ctrainer::tokenizers::TokenEncoding sequence_of(const std::vector<int64_t>& ids,
+                                                int64_t type_id = 0) {
+  ctrainer::tokenizers::TokenEncoding e;
+  for (int64_t id : ids) {
+    e.ids.push_back(id);
+    e.type_ids.push_back(type_id);
+    e.tokens.push_back(std::to_string(id));
+    e.offsets.push_back({0, 1});
+    e.special_tokens_mask.push_back(0);
+    e.attention_mask.push_back(1);
+    e.words.push_back(id);
+  }
+  return e;
+}
+
+std::vector<std::vector<int64_t>> window_ids(const ctrainer::tokenizers::TokenEncoding& e) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& w : e.overflowing) out.push_back(w.ids);
+  return out;
+}
+
+TEST(Truncation, AStrideCutsOverlappingWindowsFromEitherEnd) {
+  using V = std::vector<int64_t>;
+  auto right = sequence_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  right.truncate(4, 1, false);  // windows start 3 apart until one reaches the end
+  EXPECT_EQ(right.ids, (V{0, 1, 2, 3}));
+  EXPECT_EQ(window_ids(right), (std::vector<V>{{3, 4, 5, 6}, {6, 7, 8, 9}}));
+  auto left = sequence_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  left.truncate(4, 1, true);
+  EXPECT_EQ(left.ids, (V{6, 7, 8, 9}));
+  EXPECT_EQ(window_ids(left), (std::vector<V>{{3, 4, 5, 6}, {0, 1, 2, 3}}));
+  auto short_last = sequence_of({0, 1, 2, 3, 4, 5, 6});
+  short_last.truncate(3, 0, true);  // the last window from the left is shorter
+  EXPECT_EQ(window_ids(short_last), (std::vector<V>{{1, 2, 3}, {0}}));
+  auto nothing_kept = sequence_of({5, 6});
+  nothing_kept.truncate(0, 0, false);  // max_length 0: everything overflows as one window
+  EXPECT_TRUE(nothing_kept.ids.empty());
+  EXPECT_EQ(window_ids(nothing_kept), (std::vector<V>{{5, 6}}));
+  auto too_wide = sequence_of({0, 1, 2, 3, 4});
+  EXPECT_THROW(too_wide.truncate(3, 3, false), ctrainer::ArgumentError);
+}
+
+TEST(Truncation, APairsWindowsCombineThroughTheTemplateAsInTheRustLibrary) {
+  // The Rust library's own test (processors/template.rs, template_processing_overflowing):
+  // [CLS]=1 [SEP]=0, "Hello there" + window "you", "pair with" + window "info".
+  const auto processor =
+      ctrainer::tokenizers::post_processor_from_json(json::parse(R"({"type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                   {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
+                 {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+        "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [1], "tokens": ["[CLS]"]},
+                           "[SEP]": {"id": "[SEP]", "ids": [0], "tokens": ["[SEP]"]}}})"),
+                                                     "post_processor");
+  auto first = sequence_of({12, 14});
+  first.overflowing.push_back(sequence_of({13}));
+  auto second = sequence_of({15, 16});
+  second.overflowing.push_back(sequence_of({17}));
+  using V = std::vector<int64_t>;
+  const auto single = ctrainer::tokenizers::TokenEncoding::merge(processor->process({first}, true));
+  EXPECT_EQ(single.ids, (V{1, 12, 14, 0}));
+  EXPECT_EQ(window_ids(single), (std::vector<V>{{1, 13, 0}}));
+
+  const auto pair =
+      ctrainer::tokenizers::TokenEncoding::merge(processor->process({first, second}, true));
+  EXPECT_EQ(pair.ids, (V{1, 12, 14, 0, 15, 16, 0}));
+  EXPECT_EQ(pair.type_ids, (V{0, 0, 0, 0, 1, 1, 1}));
+  ASSERT_EQ(window_ids(pair),
+            (std::vector<V>{{1, 13, 0, 15, 16, 0}, {1, 13, 0, 17, 0}, {1, 12, 14, 0, 17, 0}}));
+  // A window keeps its own type ids; windows of windows are kept, as the Rust Encoding nests them.
+  EXPECT_EQ(pair.overflowing[0].type_ids, (V{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(pair.overflowing[1].type_ids, (V{0, 0, 0, 0, 1}));
+  EXPECT_EQ(window_ids(pair.overflowing[0]), (std::vector<V>{{1, 13, 0, 17, 0}}));
+  EXPECT_TRUE(pair.overflowing[1].overflowing.empty());
+  EXPECT_EQ(window_ids(pair.overflowing[2]), (std::vector<V>{{1, 13, 0, 17, 0}}));
+}
+
+TEST(Padding, OverflowingWindowsArePaddedToTheirEncodingsLength) {
+  auto e = sequence_of({7, 8, 9, 10, 11});
+  e.truncate(3, 1, false);  // [7 8 9], windows [9 10 11]
+  e.overflowing.push_back(sequence_of({4}));
+  std::vector<ctrainer::tokenizers::TokenEncoding> batch{e};
+  ctrainer::tokenizers::PaddingParams params;
+  params.length = 4;
+  params.left = true;
+  params.pad_id = 99;
+  ctrainer::tokenizers::pad_encodings(batch, params);
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(batch[0].ids, (V{99, 7, 8, 9}));
+  EXPECT_EQ(window_ids(batch[0]), (std::vector<V>{{99, 9, 10, 11}, {99, 99, 99, 4}}));
+  EXPECT_EQ(batch[0].overflowing[1].attention_mask, (V{0, 0, 0, 1}));
 }
 
 TEST(Utf8Lossy, ReplacesEachMaximalInvalidSubpartOnceAsRustDoes) {
@@ -364,3 +460,30 @@ TEST_F(FastTokenizerFolder, AddBosAndEosTokenOfTheConfigAreNotAppliedAsInTransfo
 }
 
 }  // namespace
+
+TEST_F(FastTokenizerFolder, OverflowingTokensComeBackOnlyWhenAskedWithTheirSpecialTokens) {
+  const auto tokenizer = ctrainer::AutoTokenizer::from_pretrained(dir_.string());
+  ctrainer::EncodeOptions options;
+  options.max_length = 3;  // "<s>" + 2 tokens per window
+  options.truncation = ctrainer::Truncation::kLongestFirst;
+  options.stride = 1;
+  using V = std::vector<int64_t>;
+  EXPECT_TRUE(tokenizer->encode("hello world hello world", std::nullopt, options)
+                  .overflowing.empty());  // HF drops them unless return_overflowing_tokens
+  options.return_overflowing_tokens = true;
+  const auto e = tokenizer->encode("hello world hello world", std::nullopt, options);
+  EXPECT_EQ(e.input_ids, (V{2, 3, 4}));
+  ASSERT_EQ(e.overflowing.size(), 2u);
+  EXPECT_EQ(e.overflowing[0].input_ids, (V{2, 4, 3}));
+  EXPECT_EQ(e.overflowing[1].input_ids, (V{2, 3, 4}));
+  EXPECT_EQ(e.overflowing[0].special_tokens_mask, (V{1, 0, 0}));
+  EXPECT_EQ(e.overflowing[0].offsets,
+            (std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {6, 11}, {12, 17}}));
+  options.stride = 2;  // not below the 2 tokens each window keeps
+  EXPECT_THROW(tokenizer->encode("hello world hello world", std::nullopt, options),
+               ctrainer::ArgumentError);
+  ctrainer::EncodeOptions untruncated;
+  untruncated.stride = 1;
+  EXPECT_THROW(tokenizer->encode("hello world", std::nullopt, untruncated),
+               ctrainer::ArgumentError);
+}

@@ -88,9 +88,7 @@ TokenEncoding PipelineTokenizer::encode(const std::string& text, const std::stri
   std::vector<TokenEncoding> parts{std::move(first)};
   if (second) parts.push_back(std::move(*second));
   if (post_processor_) parts = post_processor_->process(std::move(parts), add_special_tokens);
-  TokenEncoding merged;
-  for (const auto& part : parts) merged.append(part);
-  return merged;
+  return TokenEncoding::merge(parts);
 }
 
 std::string PipelineTokenizer::decode(const std::vector<int64_t>& ids,
@@ -126,9 +124,15 @@ int64_t PipelineTokenizer::vocab_size() const {
 }
 
 int64_t PipelineTokenizer::add_special_token(AddedToken token) {
+  if (const auto known = added_.token_to_id(token.content);
+      known && added_.is_special(token.content))
+    return *known;
   token.special = true;
+  return add_token(std::move(token));
+}
+
+int64_t PipelineTokenizer::add_token(AddedToken token) {
   if (const auto known = added_.token_to_id(token.content)) {
-    if (added_.is_special(token.content)) return *known;
     token.id = *known;
   } else if (const auto in_model = model_->token_to_id(token.content)) {
     token.id = *in_model;

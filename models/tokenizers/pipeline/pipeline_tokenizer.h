@@ -54,6 +54,9 @@ class PipelineTokenizer {
   /// knows keeps its id, a new one gets the next id after the model's and the added ones.
   /// Returns its id.
   int64_t add_special_token(AddedToken token);
+  /// Adds `token` as it is (special or not), as the Rust library's add_tokens: a token it knows
+  /// keeps its id, a new one gets the next id. Returns its id.
+  int64_t add_token(AddedToken token);
 
   /// The whole tokenizer.json.
   nlohmann::json to_json() const;

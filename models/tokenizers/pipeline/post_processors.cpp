@@ -26,6 +26,18 @@ NamedId named_id(const json& j, const std::string& path, const std::string& key)
   return {v[0].get<std::string>(), v[1].get<int64_t>()};
 }
 
+/// `before` + `e` + `after`, and each of `e`'s overflowing windows wrapped the same way (the
+/// windows truncation cut get the special tokens too, as HF's processors give them).
+TokenEncoding wrapped(const TokenEncoding& e, const TokenEncoding& before,
+                      const TokenEncoding& after) {
+  TokenEncoding out = before;
+  out.append(e);
+  out.append(after);
+  for (const auto& window : e.overflowing)
+    out.overflowing.push_back(wrapped(window, before, after));
+  return out;
+}
+
 class BertProcessing : public PostProcessor {
  public:
   BertProcessing(NamedId sep, NamedId cls) : sep_(std::move(sep)), cls_(std::move(cls)) {}
@@ -35,13 +47,13 @@ class BertProcessing : public PostProcessor {
     if (!add_special_tokens) return encodings;
     std::vector<TokenEncoding> out;
     for (size_t i = 0; i < encodings.size(); ++i) {
+      // The windows keep the type ids of their sequence (0 for the first, 1 for the pair).
       const int64_t type_id = i == 0 ? 0 : 1;
-      TokenEncoding e =
-          i == 0 ? TokenEncoding::special({cls_.id}, {cls_.token}, 0) : TokenEncoding();
       std::fill(encodings[i].type_ids.begin(), encodings[i].type_ids.end(), type_id);
-      e.append(encodings[i]);
-      e.append(TokenEncoding::special({sep_.id}, {sep_.token}, type_id));
-      out.push_back(std::move(e));
+      out.push_back(
+          wrapped(encodings[i],
+                  i == 0 ? TokenEncoding::special({cls_.id}, {cls_.token}, 0) : TokenEncoding(),
+                  TokenEncoding::special({sep_.id}, {sep_.token}, type_id)));
     }
     return out;
   }
@@ -65,17 +77,23 @@ class RobertaProcessing : public PostProcessor {
   std::vector<TokenEncoding> process(std::vector<TokenEncoding> encodings,
                                      bool add_special_tokens) const override {
     for (auto& e : encodings) {
-      if (trim_offsets_) trim_byte_level_offsets(e, add_prefix_space_);
-      std::fill(e.type_ids.begin(), e.type_ids.end(), 0);  // RoBERTa has one segment type
+      if (trim_offsets_) {
+        trim_byte_level_offsets(e, add_prefix_space_);
+        for (auto& window : e.overflowing) trim_byte_level_offsets(window, add_prefix_space_);
+      }
+      // RoBERTa has one segment type. HF resets the sequence's own type ids only: without
+      // special tokens, a pair's windows keep type id 1.
+      std::fill(e.type_ids.begin(), e.type_ids.end(), 0);
     }
     if (!add_special_tokens) return encodings;
     std::vector<TokenEncoding> out;
     for (size_t i = 0; i < encodings.size(); ++i) {
-      TokenEncoding e = i == 0 ? TokenEncoding::special({cls_.id}, {cls_.token}, 0)
-                               : TokenEncoding::special({sep_.id}, {sep_.token}, 0);
-      e.append(encodings[i]);
-      e.append(TokenEncoding::special({sep_.id}, {sep_.token}, 0));
-      out.push_back(std::move(e));
+      for (auto& window : encodings[i].overflowing)
+        std::fill(window.type_ids.begin(), window.type_ids.end(), 0);
+      out.push_back(wrapped(encodings[i],
+                            i == 0 ? TokenEncoding::special({cls_.id}, {cls_.token}, 0)
+                                   : TokenEncoding::special({sep_.id}, {sep_.token}, 0),
+                            TokenEncoding::special({sep_.id}, {sep_.token}, 0)));
     }
     return out;
   }
@@ -99,7 +117,10 @@ class ByteLevelProcessing : public PostProcessor {
   size_t added_tokens(bool) const override { return 0; }
   std::vector<TokenEncoding> process(std::vector<TokenEncoding> encodings, bool) const override {
     if (trim_offsets_)
-      for (auto& e : encodings) trim_byte_level_offsets(e, add_prefix_space_);
+      for (auto& e : encodings) {
+        trim_byte_level_offsets(e, add_prefix_space_);
+        for (auto& window : e.overflowing) trim_byte_level_offsets(window, add_prefix_space_);
+      }
     return encodings;
   }
   json to_json() const override {
@@ -159,21 +180,22 @@ class TemplateProcessing : public PostProcessor {
   }
   std::vector<TokenEncoding> process(std::vector<TokenEncoding> encodings,
                                      bool add_special_tokens) const override {
+    // The pieces in template order; merging them (TokenEncoding::merge) gives each overflowing
+    // window the template's special tokens. A window keeps its own type ids, as in HF.
     const auto& pieces = encodings.size() > 1 ? pair_ : single_;
-    TokenEncoding merged;
+    std::vector<TokenEncoding> out;
     for (const auto& p : pieces) {
       if (p.is_sequence) {
         const size_t index = p.id == "A" ? 0 : 1;
         if (index >= encodings.size()) continue;
-        TokenEncoding e = encodings[index];
-        std::fill(e.type_ids.begin(), e.type_ids.end(), p.type_id);
-        merged.append(e);
+        out.push_back(encodings[index]);
+        std::fill(out.back().type_ids.begin(), out.back().type_ids.end(), p.type_id);
       } else if (add_special_tokens) {
         const Special& s = specials_.at(p.id);
-        merged.append(TokenEncoding::special(s.ids, s.tokens, p.type_id));
+        out.push_back(TokenEncoding::special(s.ids, s.tokens, p.type_id));
       }
     }
-    return {merged};
+    return out;
   }
   json to_json() const override {
     json specials = json::object();

@@ -98,7 +98,10 @@ class MetaspacePreTokenizer : public PreTokenizer {
       piece.replace_ranges(Pattern::literal(" ").find_all(piece.get()), replacement_);
       const bool starts = piece.get().rfind(replacement_, 0) == 0;
       if (scheme_ == PrependScheme::kAlways && !starts) piece.prepend(replacement_);
-      if (scheme_ == PrependScheme::kFirst && !starts && piece.original_offsets().first == 0)
+      // "first": only a piece whose first character is the text's first (HF checks the piece's
+      // original offset, which starts after what a normalizer removed, e.g. leading spaces).
+      if (scheme_ == PrependScheme::kFirst && !starts &&
+          piece.original_range(0, piece.size()).first == 0)
         piece.prepend(replacement_);
       if (!split_) return std::vector<NormalizedString>{std::move(piece)};
       return slices(piece, split_ranges(find_matches(Pattern::literal(replacement_), piece.get()),

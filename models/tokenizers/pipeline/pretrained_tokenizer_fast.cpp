@@ -6,6 +6,8 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/json_file.h>
 #include <ctrainer/models/tokenizers/pipeline/bpe_vocab_files.h>
+#include <ctrainer/models/tokenizers/pipeline/post_processors.h>
+#include <ctrainer/models/tokenizers/pipeline/sentencepiece_files.h>
 
 namespace ctrainer {
 
@@ -70,13 +72,84 @@ const std::map<std::string, std::map<std::string, std::string>>& class_defaults(
   return defaults;
 }
 
-Side side_option(const json& config, const char* key, const fs::path& file) {
-  if (!config.contains(key) || config.at(key).is_null()) return Side::kRight;
+Side side_option(const json& config, const char* key, const fs::path& file,
+                 Side fallback = Side::kRight) {
+  if (!config.contains(key) || config.at(key).is_null()) return fallback;
   const json& v = config.at(key);
   if (v == "right") return Side::kRight;
   if (v == "left") return Side::kLeft;
   throw ArgumentError(file.string() + ": \"" + key + "\" must be \"right\" or \"left\", got " +
                       v.dump());
+}
+
+/// tokenizer_config.json's added_tokens_decoder ({"id": AddedToken}), in id order, as
+/// transformers adds those the tokenizer does not hold yet; an entry that cannot take its id
+/// is refused (transformers would rename the vocabulary).
+void register_added_tokens_decoder(tokenizers::PipelineTokenizer& pipeline, const json& config,
+                                   const fs::path& file) {
+  if (!config.contains("added_tokens_decoder")) return;
+  const json& entries = config.at("added_tokens_decoder");
+  if (!entries.is_object())
+    throw ArgumentError(file.string() +
+                        ": \"added_tokens_decoder\" must be an object of id -> "
+                        "token, got " +
+                        entries.dump().substr(0, 80));
+  std::map<int64_t, tokenizers::AddedToken> by_id;
+  for (const auto& [key, value] : entries.items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != key.size() || id < 0)
+      throw ArgumentError(file.string() + ": added_tokens_decoder key \"" + key +
+                          "\" is not a token id");
+    const json holder = {{"token", value}};
+    auto token = special_token(holder, "token", file);
+    if (!token) continue;
+    token->special = value.is_object() && value.value("special", false);
+    by_id[id] = *token;
+  }
+  for (auto& [id, token] : by_id) {
+    if (pipeline.added_vocabulary().token_to_id(token.content)) continue;  // already added
+    if (pipeline.token_to_id(token.content)) {
+      if (*pipeline.token_to_id(token.content) != id)
+        throw ArgumentError(file.string() + ": added_tokens_decoder puts \"" + token.content +
+                            "\" at id " + std::to_string(id) + " but the tokenizer has it at " +
+                            std::to_string(*pipeline.token_to_id(token.content)) +
+                            "; save the tokenizer with transformers so that tokenizer.json "
+                            "holds the renamed vocabulary");
+      pipeline.add_token(token);
+      continue;
+    }
+    const int64_t got = pipeline.add_token(token);
+    if (got != id)
+      throw ArgumentError(file.string() + ": added_tokens_decoder puts \"" + token.content +
+                          "\" at id " + std::to_string(id) + ", which the vocabulary gives " +
+                          "to another token (the next free id is " + std::to_string(got) +
+                          "); save the tokenizer with transformers so that tokenizer.json "
+                          "holds the renamed vocabulary");
+  }
+}
+
+/// tokenizer_config.json's additional_special_tokens (extra_special_tokens in transformers 5):
+/// each one the tokenizer lacks is added as a special token.
+void register_extra_special_tokens(tokenizers::PipelineTokenizer& pipeline, const json& config,
+                                   const fs::path& file) {
+  for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
+    if (!config.contains(key) || config.at(key).is_null()) continue;
+    const json& list = config.at(key);
+    if (!list.is_array())
+      throw ArgumentError(file.string() + ": \"" + key + "\" must be a list of tokens, got " +
+                          list.dump().substr(0, 80));
+    for (const auto& value : list) {
+      const json holder = {{"token", value}};
+      auto token = special_token(holder, "token", file);
+      if (token && !pipeline.added_vocabulary().token_to_id(token->content))
+        pipeline.add_special_token(*token);
+    }
+  }
 }
 
 json read_optional(const fs::path& file) {
@@ -107,28 +180,44 @@ std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretraine
   if (t->config_.contains("tokenizer_class") && t->config_.at("tokenizer_class").is_string())
     t->class_name_ = t->config_.at("tokenizer_class").get<std::string>();
 
-  // tokenizer.json, else the vocab.json + merges.txt transformers builds one from.
+  // tokenizer.json, else the vocab.json + merges.txt or the SentencePiece model transformers
+  // builds one from.
   std::shared_ptr<tokenizers::PipelineTokenizer> pipeline;
+  std::optional<tokenizers::SentencePieceTokenizer> sentencepiece;
   if (!fs::is_regular_file(file) && fs::is_directory(given)) {
-    if (auto built = tokenizers::tokenizer_json_from_bpe_files(folder, t->config_))
+    if (auto built = tokenizers::tokenizer_json_from_bpe_files(folder, t->config_)) {
       pipeline =
           std::make_shared<tokenizers::PipelineTokenizer>(*built, (folder / "vocab.json").string());
+    } else if ((sentencepiece =
+                    tokenizers::tokenizer_from_sentencepiece(folder, t->config_, t->class_name_))) {
+      pipeline = std::make_shared<tokenizers::PipelineTokenizer>(
+          sentencepiece->tokenizer_json, sentencepiece->model_file.string());
+    }
   }
   if (!pipeline)
     pipeline = std::make_shared<tokenizers::PipelineTokenizer>(
         tokenizers::PipelineTokenizer::read_file(file), file.string());
 
-  // The special tokens: the config's, else special_tokens_map.json's, else the class's
-  // defaults. As transformers, one the tokenizer lacks becomes a new special added token.
+  // As transformers registers them: tokenizer_config.json's added_tokens_decoder, the named
+  // special tokens, then the extra special tokens.
+  register_added_tokens_decoder(*pipeline, t->config_, config_file);
+  // The special tokens: special_tokens_map.json's (read when the config has no
+  // added_tokens_decoder, and winning over the config, as in transformers), the config's, else
+  // the class's (or the SentencePiece model's) defaults. As transformers, one the tokenizer
+  // lacks becomes a new special added token.
   std::string base_class = t->class_name_;
   if (base_class.ends_with("Fast")) base_class.resize(base_class.size() - 4);
   const auto defaults = class_defaults().find(base_class);
+  const bool map_wins = !t->config_.contains("added_tokens_decoder");
   const auto special = [&](const char* key) -> std::optional<std::string> {
     std::optional<tokenizers::AddedToken> token;
-    if (t->config_.contains(key)) {
-      token = special_token(t->config_, key, config_file);
-    } else if (map.contains(key)) {
+    if (map_wins && map.contains(key)) {
       token = special_token(map, key, map_file);
+    } else if (t->config_.contains(key)) {
+      token = special_token(t->config_, key, config_file);
+    } else if (sentencepiece && sentencepiece->default_special_tokens.count(key)) {
+      token = tokenizers::AddedToken{
+          0, sentencepiece->default_special_tokens.at(key), false, false, false, false, true};
     } else if (defaults != class_defaults().end() && defaults->second.count(key)) {
       token = tokenizers::AddedToken{0, defaults->second.at(key), false, false, false, false, true};
     }
@@ -136,9 +225,26 @@ std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretraine
     pipeline->add_special_token(*token);
     return token->content;
   };
-  t->special_ = {special("pad_token"), special("unk_token"),  special("cls_token"),
-                 special("sep_token"), special("mask_token"), special("bos_token"),
-                 special("eos_token")};
+  t->special_.bos = special("bos_token");
+  t->special_.eos = special("eos_token");
+  t->special_.unk = special("unk_token");
+  t->special_.sep = special("sep_token");
+  t->special_.pad = special("pad_token");
+  t->special_.cls = special("cls_token");
+  t->special_.mask = special("mask_token");
+  register_extra_special_tokens(*pipeline, t->config_, config_file);
+
+  if (sentencepiece) {
+    const auto with_id =
+        [&](const std::optional<std::string>& token) -> std::optional<tokenizers::TokenAndId> {
+      if (!token) return std::nullopt;
+      return tokenizers::TokenAndId{*token, *pipeline->token_to_id(*token)};
+    };
+    pipeline->set_post_processor(tokenizers::post_processor_from_json(
+        tokenizers::sentencepiece_post_processor(
+            *sentencepiece, t->config_, with_id(t->special_.bos), with_id(t->special_.eos)),
+        "post_processor"));
+  }
 
   // transformers 5 (TokenizersBackend) leaves add_bos_token / add_eos_token of a loaded
   // tokenizer_config.json unapplied for these classes; so does this reader (the parity test
@@ -150,7 +256,11 @@ std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretraine
     const double limit = t->config_.at("model_max_length").get<double>();
     if (limit > 0 && limit < 1e15) t->model_max_length_ = static_cast<int64_t>(limit);
   }
-  t->padding_side_ = side_option(t->config_, "padding_side", config_file);
+  const Side class_side = (sentencepiece && sentencepiece->default_padding_side == "left") ||
+                                  base_class == "LlamaTokenizer" || base_class == "XLNetTokenizer"
+                              ? Side::kLeft
+                              : Side::kRight;  // transformers' class attribute padding_side
+  t->padding_side_ = side_option(t->config_, "padding_side", config_file, class_side);
   t->truncation_side_ = side_option(t->config_, "truncation_side", config_file);
   if (t->config_.contains("clean_up_tokenization_spaces") &&
       t->config_.at("clean_up_tokenization_spaces").is_boolean())
@@ -161,6 +271,24 @@ std::shared_ptr<PreTrainedTokenizerFast> PreTrainedTokenizerFast::from_pretraine
 std::vector<std::string> PreTrainedTokenizerFast::tokenize(std::string_view text) const {
   return pipeline_->encode(std::string(text), nullptr, false).tokens;
 }
+
+namespace {
+
+/// The pipeline's encoding as the Tokenizer interface's, overflowing windows included.
+Encoding to_encoding(tokenizers::TokenEncoding e) {
+  Encoding out;
+  out.input_ids = std::move(e.ids);
+  out.token_type_ids = std::move(e.type_ids);
+  out.attention_mask = std::move(e.attention_mask);
+  out.tokens = std::move(e.tokens);
+  out.special_tokens_mask = std::move(e.special_tokens_mask);
+  for (const auto& [start, end] : e.offsets)
+    out.offsets.emplace_back(static_cast<int64_t>(start), static_cast<int64_t>(end));
+  for (auto& window : e.overflowing) out.overflowing.push_back(to_encoding(std::move(window)));
+  return out;
+}
+
+}  // namespace
 
 Encoding PreTrainedTokenizerFast::encode(std::string_view text,
                                          std::optional<std::string_view> pair,
@@ -173,6 +301,13 @@ Encoding PreTrainedTokenizerFast::encode(std::string_view text,
     throw ArgumentError(
         "truncation needs max_length: this tokenizer's tokenizer_config.json "
         "sets no model_max_length");
+  if (options.stride < 0)
+    throw ArgumentError("stride must be 0 or more, got " + std::to_string(options.stride));
+  if ((options.stride > 0 || options.return_overflowing_tokens) &&
+      options.truncation == Truncation::kNone)
+    throw ArgumentError(
+        "stride and return_overflowing_tokens need truncation: the overflowing windows are "
+        "what truncation cuts off");
   std::optional<tokenizers::TruncationParams> truncation;
   if (options.truncation != Truncation::kNone) {
     tokenizers::TruncationParams params;
@@ -183,6 +318,7 @@ Encoding PreTrainedTokenizerFast::encode(std::string_view text,
                           ? tokenizers::TruncationStrategy::kOnlyFirst
                           : tokenizers::TruncationStrategy::kOnlySecond;
     params.from_left = options.truncation_side.value_or(truncation_side_) == Side::kLeft;
+    params.stride = static_cast<size_t>(options.stride);
     truncation = params;
   }
   const std::string first(text);
@@ -203,15 +339,8 @@ Encoding PreTrainedTokenizerFast::encode(std::string_view text,
     tokenizers::pad_encodings(one, padding);
     e = std::move(one[0]);
   }
-  Encoding out;
-  out.input_ids = std::move(e.ids);
-  out.token_type_ids = std::move(e.type_ids);
-  out.attention_mask = std::move(e.attention_mask);
-  out.tokens = std::move(e.tokens);
-  out.special_tokens_mask = std::move(e.special_tokens_mask);
-  for (const auto& [start, end] : e.offsets)
-    out.offsets.emplace_back(static_cast<int64_t>(start), static_cast<int64_t>(end));
-  return out;
+  if (!options.return_overflowing_tokens) e.overflowing.clear();
+  return to_encoding(std::move(e));
 }
 
 std::string PreTrainedTokenizerFast::decode(const std::vector<int64_t>& ids,

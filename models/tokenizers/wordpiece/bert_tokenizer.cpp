@@ -142,6 +142,11 @@ Encoding BertTokenizer::encode(std::string_view text, std::optional<std::string_
     throw ArgumentError("padding to max_length needs max_length");
   if (options.truncation == Truncation::kOnlySecond && !pair)
     throw ArgumentError("truncation only_second needs a pair of texts, got a single text");
+  if (options.stride != 0 || options.return_overflowing_tokens)
+    throw ArgumentError(
+        "stride and overflowing tokens come from tokenizer.json pipelines only: load the "
+        "tokenizer from a folder with tokenizer.json (transformers' save_pretrained writes one) "
+        "instead of a vocab.txt");
 
   std::vector<int64_t> first = tokenize_to_ids(text);
   std::vector<int64_t> second;
