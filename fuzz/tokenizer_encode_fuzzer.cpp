@@ -127,10 +127,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const size_t longest = std::max(characters(text), has_pair ? characters(pair) : 0);
   // The encoding and every overflowing window (windows of windows included) are well formed.
-  // (When max_length leaves room for the special tokens only, the Rust library keeps nothing and
-  // returns the whole text as one window, longer than max_length: so do we.)
-  const bool kept_nothing = std::all_of(e.special_tokens_mask.begin(), e.special_tokens_mask.end(),
-                                        [](int64_t special) { return special == 1; });
+  // Only the encoding itself must fit max_length: as in the Rust library, a sequence truncated
+  // to nothing (max_length 1 for a pair, or room for the special tokens only) overflows whole,
+  // as one window longer than max_length.
   std::vector<const ctrainer::tokenizers::TokenEncoding*> pending{&e};
   while (!pending.empty()) {
     const auto& w = *pending.back();
@@ -144,8 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (w.offsets[i].first > w.offsets[i].second || w.offsets[i].second > longest)
         broken("offsets outside the text");
     }
-    if (truncation && n > truncation->max_length && !(kept_nothing && &w != &e))
-      broken("longer than max_length");
+    if (truncation && &w == &e && n > truncation->max_length) broken("longer than max_length");
     if (!truncation && !w.overflowing.empty()) broken("overflowing windows without truncation");
     for (const auto& window : w.overflowing) pending.push_back(&window);
   }

@@ -81,9 +81,11 @@ std::shared_ptr<LRScheduler> Trainer::create_scheduler(
       lr_scheduler_ = components_.lr_scheduler;
     } else {
       if (!optimizer) optimizer = optimizer_;
-      lr_scheduler_ =
-          get_scheduler(args_.lr_scheduler_type, optimizer,
-                        get_warmup_steps(args_, num_training_steps), num_training_steps);
+      lr_scheduler_ = get_scheduler(args_.lr_scheduler_type, optimizer,
+                                    get_warmup_steps(args_, num_training_steps), num_training_steps,
+                                    args_.lr_scheduler_kwargs
+                                        ? nlohmann::json::parse(args_.lr_scheduler_kwargs->text)
+                                        : nlohmann::json());
     }
   }
   return lr_scheduler_;

@@ -1,8 +1,11 @@
-// Reads cases from the JSON file argv[1] and prints, for each, the lrs (and betas) our DeepSpeed
-// scheduler gives after construction and after each of `steps` step() calls, for
-// deepspeed_schedulers_parity.py to compare with DeepSpeed's lr_schedules.py.
-// A case: {"optimizer": "adamw"|"adam"|"sgd", "group_lrs": [lr per param group], "type": str,
-//          "params": {...}, "steps": int, "resume_at": int (optional)}.
+// Reads cases from the JSON file argv[1] and prints, for each, the lrs (and betas) our scheduler
+// gives after construction and after each of `steps` step() calls, for
+// deepspeed_schedulers_parity.py to compare with DeepSpeed's lr_schedules.py and
+// lr_schedules_parity.py with transformers' get_scheduler.
+// A case: {"optimizer": "adamw"|"adam"|"sgd", "group_lrs": [lr per param group], "steps": int,
+//          "resume_at": int (optional)} and either a DeepSpeed scheduler {"type": str,
+//          "params": {...}} or an --lr_scheduler_type schedule {"schedule": str, "warmup": int,
+//          "total": int, "kwargs": {...} (optional)}.
 // With resume_at = k, after k steps the scheduler's state goes through state_dict() / JSON text
 // / load_state_dict() into a scheduler built fresh on a fresh optimizer, which runs the rest.
 // Output: a JSON list with one {"lrs": [[...]...], "betas": [[...]...]} per case (betas: beta1
@@ -20,7 +23,9 @@
 #include <torch/optim/sgd.h>
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/args/choices.h>
 #include <ctrainer/trainer/optim/deepspeed_schedulers.h>
+#include <ctrainer/trainer/optim/lr_scheduler.h>
 
 namespace {
 
@@ -74,8 +79,18 @@ nlohmann::json run_case(const nlohmann::json& c) {
   const auto lrs = c.at("group_lrs").get<std::vector<double>>();
   const auto steps = c.at("steps").get<int64_t>();
   const int64_t resume_at = c.value("resume_at", int64_t{-1});
+  const auto build = [&](std::shared_ptr<torch::optim::Optimizer> optimizer) {
+    if (!c.contains("schedule"))
+      return ctrainer::create_deepspeed_scheduler(c.at("type"), c.at("params"), optimizer);
+    return ctrainer::get_scheduler(ctrainer::parse_choice<ctrainer::SchedulerType>(
+                                       c.at("schedule").get<std::string>(), "lr_scheduler_type"),
+                                   optimizer, c.at("warmup").get<int64_t>(),
+                                   c.at("total").get<int64_t>(),
+                                   c.value("kwargs", nlohmann::json()));
+  };
+  const std::string name = c.value("schedule", c.value("type", std::string()));
   auto optimizer = make_optimizer(kind, lrs);
-  auto scheduler = ctrainer::create_deepspeed_scheduler(c.at("type"), c.at("params"), optimizer);
+  auto scheduler = build(optimizer);
   nlohmann::json out{{"lrs", nlohmann::json::array()}, {"betas", nlohmann::json::array()}};
   // The optimizer's own lrs, which the training step reads. Before Python compares them with
   // DeepSpeed's, the dump checks what holds for any schedule: the scheduler reports the lrs it
@@ -84,16 +99,13 @@ nlohmann::json run_case(const nlohmann::json& c) {
   auto record = [&] {
     const std::vector<double> lrs_now = group_lrs(*optimizer);
     if (scheduler->get_last_lr() != lrs_now)
-      throw std::runtime_error(c.at("type").get<std::string>() +
-                               ": get_last_lr() differs from the optimizer's lrs");
+      throw std::runtime_error(name + ": get_last_lr() differs from the optimizer's lrs");
     for (double lr : lrs_now)
       if (!std::isfinite(lr) || lr < 0)
-        throw std::runtime_error(c.at("type").get<std::string>() + ": lr " + std::to_string(lr));
+        throw std::runtime_error(name + ": lr " + std::to_string(lr));
     const std::vector<double> betas_now = beta1s(*optimizer);
     for (double beta : betas_now)
-      if (!std::isfinite(beta))
-        throw std::runtime_error(c.at("type").get<std::string>() + ": beta1 " +
-                                 std::to_string(beta));
+      if (!std::isfinite(beta)) throw std::runtime_error(name + ": beta1 " + std::to_string(beta));
     out["lrs"].push_back(lrs_now);
     out["betas"].push_back(betas_now);
   };
@@ -102,7 +114,7 @@ nlohmann::json run_case(const nlohmann::json& c) {
     if (s == resume_at) {
       const std::string saved = scheduler->state_dict().dump();
       optimizer = make_optimizer(kind, lrs);
-      scheduler = ctrainer::create_deepspeed_scheduler(c.at("type"), c.at("params"), optimizer);
+      scheduler = build(optimizer);
       scheduler->load_state_dict(nlohmann::json::parse(saved));
     }
     scheduler->step();

@@ -281,10 +281,67 @@ TEST(LrScheduler, UnknownNameListsValidNames) {
   EXPECT_THROW(
       schedule_multiplier(parse_choice<SchedulerType>("nope", "lr_scheduler_type"), 0, 0, 10, 1e-3),
       ArgumentError);
-  EXPECT_EQ(choice_names<SchedulerType>().size(), 7u);
+  EXPECT_EQ(choice_names<SchedulerType>().size(), 10u);
   // A value cast from an integer is refused by the schedules themselves.
-  EXPECT_THROW(get_scheduler(static_cast<SchedulerType>(7), make_adamw(), 0, 10), ArgumentError);
+  EXPECT_THROW(get_scheduler(static_cast<SchedulerType>(10), make_adamw(), 0, 10), ArgumentError);
   EXPECT_THROW(schedule_multiplier(static_cast<SchedulerType>(-1), 0, 0, 10, 1e-3), ArgumentError);
+}
+
+TEST(LrScheduler, ScheduleArgumentsChangeTheCurveAsHfsFormulasSay) {
+  const nlohmann::json none;
+  // warmup_stable_decay: 2 warm-up steps, 3 stable, 4 linear decay steps to 0.25, then 0.25.
+  const nlohmann::json wsd = {{"num_decay_steps", 4},
+                              {"decay_type", "linear"},
+                              {"min_lr_ratio", 0.25},
+                              {"num_stable_steps", 3}};
+  const std::vector<double> expected = {0.25, 0.625, 1, 1, 1, 1, 0.8125, 0.625, 0.4375, 0.25};
+  for (int64_t s = 0; s < 10; ++s)
+    EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kWarmupStableDecay, s, 2, 100, 1e-3, wsd),
+                     expected[static_cast<size_t>(s)])
+        << "step " << s;
+  // cosine_with_min_lr ends at its floor; min_lr is a fraction of the optimizer's lr.
+  EXPECT_NEAR(
+      schedule_multiplier(SchedulerType::kCosineWithMinLr, 10, 0, 10, 1e-3, {{"min_lr", 1e-4}}),
+      0.1, 1e-15);
+  // cosine with num_cycles 1 comes back to 1 at the end; the default half wave ends at 0.
+  EXPECT_NEAR(schedule_multiplier(SchedulerType::kCosine, 10, 0, 10, 1e-3, {{"num_cycles", 1}}),
+              1.0, 1e-15);
+  EXPECT_NEAR(schedule_multiplier(SchedulerType::kCosine, 10, 0, 10, 1e-3, none), 0.0, 1e-15);
+  // polynomial's lr_end and power: (1e-3 - 1e-4) * 0.5^2 + 1e-4 over 1e-3 half-way.
+  EXPECT_DOUBLE_EQ(schedule_multiplier(SchedulerType::kPolynomial, 5, 0, 10, 1e-3,
+                                       {{"lr_end", 1e-4}, {"power", 2.0}}),
+                   ((1e-3 - 1e-4) * 0.25 + 1e-4) / 1e-3);
+}
+
+TEST(LrScheduler, ScheduleArgumentsAScheduleDoesNotTakeAreRefusedByName) {
+  const auto refused = [](SchedulerType type, const nlohmann::json& kwargs,
+                          const std::string& expected) {
+    try {
+      get_scheduler(type, make_adamw(), 2, 10, kwargs);
+      ADD_FAILURE() << kwargs.dump() << " was accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused(SchedulerType::kCosine, {{"min_lr", 1e-5}},
+          "\"min_lr\": the cosine schedule takes num_cycles only");
+  refused(SchedulerType::kLinear, {{"power", 2}}, "takes no arguments");
+  refused(SchedulerType::kCosineWithMinLr, nlohmann::json::object(), "needs min_lr or min_lr_rate");
+  refused(SchedulerType::kCosineWithMinLr, nullptr, "needs min_lr or min_lr_rate");  // no kwargs
+  refused(SchedulerType::kWarmupStableDecay, nullptr, "needs num_decay_steps");
+  refused(SchedulerType::kWarmupStableDecay, {{"decay_type", "linear"}}, "needs num_decay_steps");
+  refused(SchedulerType::kWarmupStableDecay, {{"num_decay_steps", 2}, {"warmup_type", "exp"}},
+          "\"warmup_type\" must be \"linear\", \"cosine\" or \"1-sqrt\"");
+  refused(SchedulerType::kWarmupStableDecay, {{"num_decay_steps", -1}}, "whole number of steps");
+  refused(SchedulerType::kCosine, {{"num_cycles", "two"}}, "must be a number");
+  // validate() checks them before a Trainer is built.
+  TrainingArguments args;
+  args.output_dir = "out";
+  args.lr_scheduler_type = SchedulerType::kCosine;
+  args.lr_scheduler_kwargs = JsonObjectText{R"({"timescale": 5})"};
+  EXPECT_THROW(args.validate(), ArgumentError);
+  args.lr_scheduler_type = SchedulerType::kInverseSqrt;
+  EXPECT_NO_THROW(args.validate());
 }
 
 TEST(LrScheduler, PolynomialRefusesLrNotAboveLrEnd) {

@@ -173,6 +173,33 @@ TEST(TrainerTraining, LogsTheLearningRateTheStepUsedAndGradNormWithoutClipping) 
   }
 }
 
+TEST(TrainerTraining, LrSchedulerKwargsShapeTheLoggedLearningRates) {
+  // warmup_stable_decay over 8 steps: warm-up 2, stable 2, linear decay 4 to 0.5 of the lr.
+  auto data = make_regression_dataset(32, 2);
+  auto args = quiet_args("wsd");
+  args.per_device_train_batch_size = 4;
+  args.max_steps = 8;
+  args.logging_steps = 1;
+  args.learning_rate = 0.1;
+  args.warmup_steps = 2;
+  args.lr_scheduler_type = SchedulerType::kWarmupStableDecay;
+  args.lr_scheduler_kwargs =
+      JsonObjectText{R"({"num_decay_steps": 4, "decay_type": "linear", "min_lr_ratio": 0.5})"};
+  Trainer trainer(std::make_shared<LinearRegression>(2, 1), args, {.train_dataset = data});
+  trainer.train();
+  const auto& history = trainer.state().log_history;
+  ASSERT_EQ(history.size(), 9u);
+  const std::vector<double> multipliers = {0.5, 0.75, 1, 1, 1, 0.875, 0.75, 0.625};
+  for (size_t k = 0; k < 8; ++k)
+    EXPECT_DOUBLE_EQ(history[k]["learning_rate"].get<double>(), 0.1 * multipliers[k]) << k;
+  auto written = nlohmann::json::parse(
+      std::ifstream(std::filesystem::path(args.output_dir) / "training_args.json"));
+  EXPECT_EQ(
+      written["lr_scheduler_kwargs"],
+      nlohmann::json({{"num_decay_steps", 4}, {"decay_type", "linear"}, {"min_lr_ratio", 0.5}}));
+  EXPECT_EQ(written["lr_scheduler_type"], "warmup_stable_decay");
+}
+
 TEST(TrainerTraining, SeedMakesRunsIdenticalAndDataSeedOnlyChangesOrder) {
   auto data = make_blobs_dataset(32, 4);
   auto run = [&](int64_t seed, std::optional<int64_t> data_seed) {

@@ -68,7 +68,8 @@ TEST(Choices, TablesHoldHuggingFacesNamesInHelpOrder) {
             (V{"adamw_torch_fused", "adamw_torch", "adamw_hf", "sgd"}));
   EXPECT_EQ(choice_names<SchedulerType>(),
             (V{"linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
-               "constant_with_warmup", "inverse_sqrt"}));
+               "constant_with_warmup", "inverse_sqrt", "cosine_with_min_lr",
+               "cosine_warmup_with_min_lr", "warmup_stable_decay"}));
   EXPECT_EQ(choice_names<LogLevel>(),
             (V{"passive", "debug", "info", "warning", "error", "critical"}));
   EXPECT_EQ(choice_names<TrainSamplingStrategy>(), (V{"random", "sequential", "group_by_length"}));
@@ -96,7 +97,8 @@ TEST(Choices, BadNameNamesTheFlagAndTheChoices) {
             "--optim must be one of adamw_torch_fused, adamw_torch, adamw_hf, sgd (got 'adam')");
   EXPECT_EQ(message([] { parse_choice<SchedulerType>("", "lr_scheduler_type"); }),
             "--lr_scheduler_type must be one of linear, cosine, cosine_with_restarts, polynomial, "
-            "constant, constant_with_warmup, inverse_sqrt (got '')");
+            "constant, constant_with_warmup, inverse_sqrt, cosine_with_min_lr, "
+            "cosine_warmup_with_min_lr, warmup_stable_decay (got '')");
   EXPECT_EQ(message([] { parse_choice<LogLevel>("WARN", "log_level_replica"); }),
             "--log_level_replica must be one of passive, debug, info, warning, error, critical "
             "(got 'WARN')");
@@ -202,8 +204,14 @@ TEST(Choices, ToJsonWritesHuggingFacesNames) {
   EXPECT_EQ(to_json(loaded), written) << json::diff(written, to_json(loaded)).dump(2);
 
   // Every scheduler, one at a time, through the command line and to_json.
+  // The min-lr cosines and warmup_stable_decay cannot run without their arguments (as in transformers).
   for (const std::string& name : choice_names<SchedulerType>()) {
-    const TrainingArguments a = parse_ok({"--lr_scheduler_type", name});
+    std::vector<std::string> argv = {"--lr_scheduler_type", name};
+    if (name.find("min_lr") != std::string::npos)
+      argv.insert(argv.end(), {"--lr_scheduler_kwargs", R"({"min_lr_rate": 0.1})"});
+    if (name == "warmup_stable_decay")
+      argv.insert(argv.end(), {"--lr_scheduler_kwargs", R"({"num_decay_steps": 2})"});
+    const TrainingArguments a = parse_ok(argv);
     EXPECT_EQ(to_string(a.lr_scheduler_type), name);
     EXPECT_EQ(to_json(a).at("lr_scheduler_type"), name);
   }

@@ -194,6 +194,28 @@ TEST(ArgumentParserTest, JsonConfigWithCommandLineOverride) {
   EXPECT_EQ(parse_ok({"--config=" + path}).seed, 3);
 }
 
+TEST(ArgumentParserTest, ADictFieldIsJsonTextOnTheCommandLineAndAnObjectInAConfig) {
+  const TrainingArguments a =
+      parse_ok({"--lr_scheduler_type", "cosine", "--lr_scheduler_kwargs", R"({"num_cycles": 2})"});
+  ASSERT_TRUE(a.lr_scheduler_kwargs);
+  EXPECT_EQ(json::parse(a.lr_scheduler_kwargs->text), json({{"num_cycles", 2}}));
+  EXPECT_EQ(to_json(a)["lr_scheduler_kwargs"], json({{"num_cycles", 2}}));  // an object, as HF
+  EXPECT_EQ(to_json(parse_ok({}))["lr_scheduler_kwargs"], nullptr);         // HF's default None
+  const std::string path = write_file("kwargs.json", R"({"lr_scheduler_type": "cosine",
+    "lr_scheduler_kwargs": {"num_cycles": 0.25}})");
+  EXPECT_EQ(json::parse(parse_ok({"--config", path}).lr_scheduler_kwargs->text),
+            json({{"num_cycles", 0.25}}));
+  // HF also reads the object's text from a config's string.
+  const std::string text = write_file("kwargs_text.json", R"({"lr_scheduler_type": "cosine",
+    "lr_scheduler_kwargs": "{\"num_cycles\": 3}"})");
+  EXPECT_EQ(json::parse(parse_ok({"--config", text}).lr_scheduler_kwargs->text),
+            json({{"num_cycles", 3}}));
+  EXPECT_NE(parse_error({"--lr_scheduler_kwargs", "num_cycles=2"}).find("expected a JSON object"),
+            std::string::npos);
+  EXPECT_NE(parse_error({"--lr_scheduler_kwargs", "[1, 2]"}).find("a JSON object"),
+            std::string::npos);
+}
+
 TEST(ArgumentParserTest, SinglePositionalJsonIsTheConfig) {
   const std::string path = write_file("positional.json", R"({"seed": 11, "do_train": true})");
   EXPECT_EQ(parse_ok({path}).seed, 11);
@@ -414,7 +436,8 @@ TEST(ArgumentParserTest, HelpListsEveryFlagWithDefaultAndHelp) {
   EXPECT_NE(flat.find("Disable with --no_dataloader_pin_memory."), std::string::npos);
   EXPECT_NE(flat.find("--lr_scheduler_type CHOICE (default: linear) Learning-rate schedule. "
                       "Choices: linear, cosine, cosine_with_restarts, polynomial, constant, "
-                      "constant_with_warmup, inverse_sqrt."),
+                      "constant_with_warmup, inverse_sqrt, cosine_with_min_lr, "
+                      "cosine_warmup_with_min_lr, warmup_stable_decay."),
             std::string::npos);
   EXPECT_NE(help.find("--report_to STR [STR ...]  (default: none)"), std::string::npos);
   EXPECT_NE(help.find("--run_name STR  (default: None)"), std::string::npos);

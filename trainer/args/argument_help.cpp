@@ -52,6 +52,8 @@ std::string value_placeholder(const OptionSpec& spec) {
     }
     case OptionKind::kStringList:
       return "STR [STR ...]";
+    case OptionKind::kJsonObject:
+      return "JSON";
   }
   return "VALUE";
 }

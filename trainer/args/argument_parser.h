@@ -29,6 +29,7 @@ enum class OptionKind {
   kString,      ///< any text
   kEnum,        ///< one of OptionSpec::choices (an enum of args/choices.h)
   kStringList,  ///< one or more values: `--flag a b c`; a JSON array (or a single string)
+  kJsonObject,  ///< a JSON object: its text on the command line, an object in JSON
 };
 
 /// One flag of the registry. Setters throw ArgumentError with a message about the value only; the

@@ -45,6 +45,8 @@ std::string type_of(const OptionSpec& spec) {
     }
     case OptionKind::kStringList:
       return "list of strings";
+    case OptionKind::kJsonObject:
+      return "JSON object";
   }
   return "value";
 }

@@ -39,6 +39,9 @@ enum class SchedulerType {
   kConstant,
   kConstantWithWarmup,
   kInverseSqrt,
+  kCosineWithMinLr,
+  kCosineWarmupWithMinLr,
+  kWarmupStableDecay,
 };
 /// HF's trainer log levels (log_level, log_level_replica); kPassive keeps the library's
 /// verbosity.
@@ -122,7 +125,7 @@ struct ChoiceTable<OptimizerName> : ChoiceTableDefaults {
 template <>
 struct ChoiceTable<SchedulerType> : ChoiceTableDefaults {
   using E = SchedulerType;
-  static constexpr std::array<Choice<E>, 7> kChoices{{
+  static constexpr std::array<Choice<E>, 10> kChoices{{
       {E::kLinear, "linear"},
       {E::kCosine, "cosine"},
       {E::kCosineWithRestarts, "cosine_with_restarts"},
@@ -130,10 +133,12 @@ struct ChoiceTable<SchedulerType> : ChoiceTableDefaults {
       {E::kConstant, "constant"},
       {E::kConstantWithWarmup, "constant_with_warmup"},
       {E::kInverseSqrt, "inverse_sqrt"},
+      {E::kCosineWithMinLr, "cosine_with_min_lr"},
+      {E::kCosineWarmupWithMinLr, "cosine_warmup_with_min_lr"},
+      {E::kWarmupStableDecay, "warmup_stable_decay"},
   }};
-  static constexpr std::array<std::string_view, 4> kLater{
-      "reduce_lr_on_plateau", "cosine_with_min_lr", "cosine_warmup_with_min_lr",
-      "warmup_stable_decay"};
+  // Schedules driven by evaluation metrics, which the Trainer does not feed to a scheduler.
+  static constexpr std::array<std::string_view, 2> kLater{"reduce_lr_on_plateau", "greedy"};
 };
 
 template <>

@@ -166,6 +166,29 @@ struct Codec<std::vector<std::string>> {
   static json encode(const std::vector<std::string>& v) { return v; }
 };
 
+template <>
+struct Codec<JsonObjectText> {
+  static constexpr OptionKind kKind = OptionKind::kJsonObject;
+  static JsonObjectText from_tokens(const std::vector<std::string>& tokens) {
+    json parsed;
+    try {
+      parsed = json::parse(tokens.at(0));
+    } catch (const json::parse_error&) {
+      throw ArgumentError("expected a JSON object such as '{\"num_cycles\": 2}', got '" +
+                          tokens[0] + "'");
+    }
+    return from_json(parsed);
+  }
+  static JsonObjectText from_json(const json& j) {
+    // HF also takes the object's text in a JSON config (a string starting with "{").
+    if (j.is_string() && j.get<std::string>().starts_with("{"))
+      return from_tokens({j.get<std::string>()});
+    if (!j.is_object()) throw json_type_error("a JSON object", j);
+    return {j.dump()};
+  }
+  static json encode(const JsonObjectText& v) { return json::parse(v.text); }
+};
+
 /// An enum of a closed set (args/choices.h): its ChoiceTable gives the accepted spellings, the
 /// choices --help lists and the JSON spelling, so no list of names is written twice. Reading
 /// needs the flag's name, which the errors carry (ChoiceError, NotSupportedYet).

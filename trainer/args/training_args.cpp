@@ -12,6 +12,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/strings.h>
 #include <ctrainer/trainer/args/argument_parser.h>
+#include <ctrainer/trainer/args/schedule_options.h>
 #include <ctrainer/trainer/args/sharding_files.h>
 
 namespace ctrainer {
@@ -109,6 +110,10 @@ void TrainingArguments::validate() {
   check_choice("save_strategy", save_strategy);
   check_choice("optim", optim);
   check_choice("lr_scheduler_type", lr_scheduler_type);
+  // The schedule's arguments must be ones it takes (HF: a TypeError when the scheduler is built).
+  (void)schedule_options(lr_scheduler_type, lr_scheduler_kwargs
+                                                ? nlohmann::json::parse(lr_scheduler_kwargs->text)
+                                                : nlohmann::json());
   check_choice("log_level", log_level);
   check_choice("log_level_replica", log_level_replica);
   check_choice("half_precision_backend", half_precision_backend);

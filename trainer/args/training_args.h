@@ -16,6 +16,14 @@ namespace ctrainer {
 
 struct ShardingFiles;
 
+/// A JSON object held as its compact text (HF's dict-typed fields, e.g. lr_scheduler_kwargs):
+/// '{"num_cycles": 2}' on the command line, an object in a JSON config and in
+/// training_args.json. Parsing checks that it is an object.
+struct JsonObjectText {
+  std::string text = "{}";
+  bool operator==(const JsonObjectText&) const = default;
+};
+
 /// Hugging Face Trainer arguments. Field names, meanings and defaults follow
 /// transformers.TrainingArguments; deviations are documented on the field.
 struct TrainingArguments {
@@ -74,6 +82,11 @@ struct TrainingArguments {
   /// If > 0, the total number of optimizer steps; overrides num_train_epochs.
   int64_t max_steps = -1;
   SchedulerType lr_scheduler_type = SchedulerType::kLinear;
+  /// The schedule's own arguments (HF's lr_scheduler_kwargs, its scheduler_specific_kwargs):
+  /// num_cycles, lr_end / power, timescale, min_lr / min_lr_rate / warmup_lr_rate,
+  /// num_decay_steps / num_stable_steps / warmup_type / decay_type / min_lr_ratio, by schedule;
+  /// checked against lr_scheduler_type by validate(). Unset: none.
+  std::optional<JsonObjectText> lr_scheduler_kwargs;
   int64_t warmup_steps = 0;
   /// Fraction of the total steps used for warm-up when warmup_steps is 0.
   double warmup_ratio = 0.0;

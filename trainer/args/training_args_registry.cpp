@@ -114,6 +114,13 @@ std::vector<OptionSpec> build_training_args_options() {
   t.add(&TA::max_steps, "max_steps",
         "If > 0, the total number of optimizer steps; overrides num_train_epochs. -1: unset.");
   t.add(&TA::lr_scheduler_type, "lr_scheduler_type", "Learning-rate schedule.");
+  t.add(&TA::lr_scheduler_kwargs, "lr_scheduler_kwargs",
+        "The schedule's own arguments as a JSON object (HF's scheduler_specific_kwargs): "
+        "cosine: num_cycles; cosine_with_restarts: num_cycles; polynomial: lr_end, power; "
+        "inverse_sqrt: timescale; cosine_with_min_lr: num_cycles and min_lr or min_lr_rate; "
+        "cosine_warmup_with_min_lr: the same and warmup_lr_rate; warmup_stable_decay: "
+        "num_decay_steps (required), num_stable_steps, warmup_type, decay_type "
+        "(linear, cosine, 1-sqrt), min_lr_ratio, num_cycles.");
   t.add(&TA::warmup_steps, "warmup_steps",
         "Linear warm-up over this many optimizer steps (overrides warmup_ratio when > 0).");
   t.add(&TA::warmup_ratio, "warmup_ratio",

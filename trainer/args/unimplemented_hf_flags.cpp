@@ -21,9 +21,6 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
     const std::string trackio = "the Trackio integration is not built (--report_to tensorboard)";
     const std::string eval_later = "this evaluation option is not implemented yet";
     return std::vector<UnimplementedHfFlag>{
-        {"lr_scheduler_kwargs",
-         "scheduler keyword arguments as a Python dict are not read; the "
-         "schedules take their settings from their own flags"},
         {"optim_args",
          "optimizer arguments as a string of Python keywords are not read; use "
          "adam_beta1, adam_beta2, adam_epsilon, weight_decay"},

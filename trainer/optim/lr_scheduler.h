@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <torch/optim/optimizer.h>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <ctrainer/trainer/args/training_args.h>
 
@@ -75,30 +75,41 @@ class LRScheduler {
   int64_t last_epoch_ = 0;
 };
 
-/// The lr multiplier of schedule `type` at `step`, exactly as HF's lr lambdas compute it:
+/// The lr multiplier of schedule `type` at `step`, exactly as HF's lr lambdas compute it, with
+/// the schedule's arguments `kwargs` (--lr_scheduler_kwargs; schedule_options.h lists them and
+/// HF's defaults):
 /// - linear: warm-up, then linear decay to 0 at num_training_steps.
-/// - cosine: warm-up, then half a cosine wave (num_cycles = 0.5) down to 0.
-/// - cosine_with_restarts: warm-up, then one hard-restart cosine cycle (num_cycles = 1); 0 from
+/// - cosine: warm-up, then num_cycles (0.5) cosine waves down to 0.
+/// - cosine_with_restarts: warm-up, then num_cycles (1) hard-restart cosine cycles; 0 from
 ///   num_training_steps on.
-/// - polynomial: warm-up, then (lr_init - lr_end) * remaining^power + lr_end over lr_init, with
-///   lr_end = 1e-7 and power = 1.0; lr_end / lr_init past num_training_steps. `initial_lr` is
-///   lr_init (HF: optimizer.defaults["lr"]); only this schedule uses it.
+/// - polynomial: warm-up, then (lr_init - lr_end) * remaining^power + lr_end over lr_init
+///   (lr_end 1e-7, power 1.0); lr_end / lr_init past num_training_steps. `initial_lr` is
+///   lr_init (HF: optimizer.defaults["lr"]), which polynomial and min_lr use.
 /// - constant: 1. constant_with_warmup: warm-up, then 1.
 /// - inverse_sqrt: warm-up, then 1 / sqrt((step + timescale - warmup) / timescale) with
-///   timescale = num_warmup_steps, or 10000 when that is 0.
-/// Warm-up is step / max(1, num_warmup_steps) for step < num_warmup_steps.
+///   timescale from kwargs, else num_warmup_steps, or 10000 when that is 0.
+/// - cosine_with_min_lr: cosine from 1 down to min_lr_rate (or min_lr / initial_lr).
+/// - cosine_warmup_with_min_lr: the same counted from the step after warm-up, whose ramp is
+///   (step + 1) / warmup, or starts at warmup_lr_rate.
+/// - warmup_stable_decay: warm-up (warmup_type) from min_lr_ratio, 1 for num_stable_steps
+///   (default: what warm-up and num_decay_steps leave), decay (decay_type) over num_decay_steps
+///   to min_lr_ratio, then min_lr_ratio.
+/// Warm-up is step / max(1, num_warmup_steps) for step < num_warmup_steps unless said above.
 /// Throws ArgumentError for a value outside SchedulerType's table (an integer cast to it), for
-/// polynomial when initial_lr <= lr_end, and for negative step counts.
+/// kwargs the schedule does not take, for polynomial when initial_lr <= lr_end, and for
+/// negative step counts.
 double schedule_multiplier(SchedulerType type, int64_t step, int64_t num_warmup_steps,
-                           int64_t num_training_steps, double initial_lr);
+                           int64_t num_training_steps, double initial_lr,
+                           const nlohmann::json& kwargs = nullptr);
 
-/// HF's get_scheduler: an LRScheduler for schedule `type` (see schedule_multiplier). Polynomial
-/// takes lr_init from the optimizer's defaults() lr, like HF, and raises ArgumentError when it
-/// is not larger than lr_end (1e-7). Throws ArgumentError for a value outside SchedulerType's
-/// table or negative step counts.
+/// HF's get_scheduler(name, optimizer, num_warmup_steps, num_training_steps,
+/// scheduler_specific_kwargs): an LRScheduler for schedule `type` (see schedule_multiplier).
+/// lr_init is the optimizer's defaults() lr, like HF. Throws ArgumentError as
+/// schedule_multiplier does.
 std::shared_ptr<LRScheduler> get_scheduler(SchedulerType type,
                                            std::shared_ptr<torch::optim::Optimizer> optimizer,
-                                           int64_t num_warmup_steps, int64_t num_training_steps);
+                                           int64_t num_warmup_steps, int64_t num_training_steps,
+                                           const nlohmann::json& kwargs = nullptr);
 
 /// HF's TrainingArguments.get_warmup_steps: warmup_steps when > 0, else
 /// ceil(num_training_steps * warmup_ratio).
