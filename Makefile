@@ -22,7 +22,7 @@ export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_f
 # Paths relative to the checkout, so a fresh clone (CI) reuses the cache of an earlier one.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps test-deps configure build test demo bench docs fuzz install clean
+.PHONY: all deps test-deps configure build test sanitize demo bench docs fuzz install clean
 
 all: build
 
@@ -50,6 +50,10 @@ ifeq ($(SANITIZE),ON)
 endif
 
 # The demo builds only the program it runs (96 of the ~210 build steps).
+# Every unit program under ASan + UBSan (make test leaves out the numeric ones: scripts/sanitize.sh).
+sanitize: deps
+	bash scripts/sanitize.sh --all --jobs $(JOBS)
+
 demo: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target run_glue
 	rm -rf demo_output
