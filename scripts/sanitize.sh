@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer): builds
-# the library and every tests/unit program with clang in a build folder of their own (the one
+# the library and the tests/unit programs (all with --all) with clang in a build folder of their own (the one
 # scripts/fuzz.sh uses, so the instrumented library is compiled once for both), then runs each
 # program. Any sanitizer report (a heap overflow, a use after free, undefined behaviour, a leak)
 # or failing test fails the run.
