@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <regex>
 #include <set>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -214,6 +216,26 @@ void save_pretrained(const Model& model, const std::string& dir, const std::stri
     if (!architecture.empty()) (*config)["architectures"] = nlohmann::json::array({architecture});
     write_json_file(fs::path(dir) / kConfigFile, *config);
   }
+}
+
+PretrainedLoad build_and_load_pretrained(const std::function<std::shared_ptr<Model>()>& build,
+                                         const std::string& path, const WeightLoadOptions& load) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  at::Tensor before;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    before = generator.get_state();
+  }
+  PretrainedLoad out;
+  out.model = build();
+  const WeightLoadReport report = load_pretrained_weights(*out.model, path, load);
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(before);
+  }
+  out.fresh_keys = report.missing_keys;
+  for (const MismatchedKey& key : report.mismatched_keys) out.fresh_keys.push_back(key.key);
+  return out;
 }
 
 }  // namespace ctrainer

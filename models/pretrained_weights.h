@@ -4,7 +4,9 @@
 /// HF's handling of the base-model prefix, legacy key names, missing keys (left as initialised,
 /// reported), unexpected keys (ignored, reported) and shape mismatches (an error naming the key
 /// and both shapes). save_pretrained writes config.json + model.safetensors as HF does.
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,23 @@ std::vector<std::string> weight_load_warnings(const WeightLoadReport& report,
 /// with only pytorch_model.bin / tf_model.h5 gets an ArgumentError saying to convert it.
 WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::string& path,
                                          const WeightLoadOptions& options);
+
+/// A model built and loaded by build_and_load_pretrained().
+struct PretrainedLoad {
+  std::shared_ptr<Model> model;
+  /// The keys the checkpoint did not provide (missing, and mismatched under
+  /// ignore_mismatched_sizes): the caller initialises these, as transformers does.
+  std::vector<std::string> fresh_keys;
+};
+
+/// transformers 5's from_pretrained, which builds on the meta device and draws nothing for what
+/// it loads: builds the model with `build` (without HF's initialisation; libtorch's modules still
+/// draw their defaults), loads `path` with load_pretrained_weights(), then rewinds the default
+/// CPU generator to where it was before building. The caller then initialises fresh_keys, whose
+/// draws are the first after the rewind (a new classifier gets the first draws after set_seed,
+/// as HF's).
+PretrainedLoad build_and_load_pretrained(const std::function<std::shared_ptr<Model>()>& build,
+                                         const std::string& path, const WeightLoadOptions& load);
 
 /// HF save_pretrained: creates `dir` and writes model.safetensors (the state dict, metadata
 /// format "pt") and, when the model has one, config.json (with "architectures" set to

@@ -10,13 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/models/config_json.h>
+
 namespace ctrainer {
 
-/// HF BertConfig. Defaults are those of bert-base-uncased (= transformers' defaults).
-struct BertConfig {
-  /// The most labels a config may ask for (num_labels; transformers has no limit, but every label
-  /// gets a name in id2label and label2id).
-  static constexpr int64_t kMaxNumLabels = 1'000'000;
+/// HF BertConfig. Defaults are those of bert-base-uncased (= transformers' defaults). The
+/// task-head fields (id2label, label2id, problem_type, num_labels) come from TaskHeadFields.
+struct BertConfig : config_json::TaskHeadFields {
+  /// The most labels a config may ask for (config_json::kMaxNumLabels).
+  static constexpr int64_t kMaxNumLabels = config_json::kMaxNumLabels;
+  static constexpr const char* kModelType = "bert";
 
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
@@ -36,21 +39,11 @@ struct BertConfig {
   std::optional<int64_t> pad_token_id = 0;
   /// Dropout before the classification head; unset means hidden_dropout_prob (HF).
   std::optional<double> classifier_dropout;
-  /// "regression", "single_label_classification" or "multi_label_classification"; unset means
-  /// inferred from num_labels and the labels' dtype at the first forward with labels (HF).
-  std::optional<std::string> problem_type;
-  /// Label names by id; its size is num_labels. Default: LABEL_0, LABEL_1 (HF's num_labels = 2).
-  std::vector<std::string> id2label = {"LABEL_0", "LABEL_1"};
-  /// Label ids by name (HF keeps both maps in config.json).
-  std::map<std::string, int64_t> label2id = {{"LABEL_0", 0}, {"LABEL_1", 1}};
   /// Every config.json key not listed above, written back unchanged by to_json().
   nlohmann::json extra = nlohmann::json::object();
 
-  /// Number of classification outputs (HF's config.num_labels = len(id2label)).
-  int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
-  /// HF's num_labels setter: when the count changes, id2label/label2id become LABEL_0..LABEL_{n-1}.
-  /// Throws ArgumentError when n < 1 or n > kMaxNumLabels.
-  void set_num_labels(int64_t n);
+  /// The longest input the position embeddings allow.
+  std::optional<int64_t> max_positions() const { return max_position_embeddings; }
   /// hidden_size / num_attention_heads.
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   /// classifier_dropout, or hidden_dropout_prob when unset.

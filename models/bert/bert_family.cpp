@@ -6,19 +6,6 @@
 
 namespace ctrainer {
 
-void BertModelConfig::set_label_names(const std::vector<std::string>& names) {
-  config.set_num_labels(static_cast<int64_t>(names.size()));
-  config.id2label = names;
-  config.label2id.clear();
-  for (size_t i = 0; i < names.size(); ++i) config.label2id[names[i]] = static_cast<int64_t>(i);
-}
-
-const BertConfig& bert_config_of(const ModelConfig& config) {
-  if (const auto* bert = dynamic_cast<const BertModelConfig*>(&config)) return bert->config;
-  throw ArgumentError("a BERT model needs a config of model_type \"bert\", not \"" +
-                      config.model_type() + "\"");
-}
-
 void register_bert_family(ModelRegistry& registry) {
   ModelFamily family;
   family.model_type = "bert";

@@ -1,25 +1,15 @@
 #include <ctrainer/models/bert/bert_for_sequence_classification.h>
 
 #include <filesystem>
-#include <mutex>
-
-#include <ATen/CPUGeneratorImpl.h>
-
-#include <torch/nn/functional/loss.h>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/models/sequence_classification_loss.h>
 
 namespace ctrainer {
 namespace {
 
-namespace F = torch::nn::functional;
-
 at::Tensor optional_input(const Batch& batch, const char* key) {
   return batch.contains(key) ? batch.at(key) : at::Tensor();
-}
-
-bool is_integer(at::ScalarType t) {
-  return t == at::kLong || t == at::kInt;
 }
 
 }  // namespace
@@ -54,13 +44,7 @@ std::shared_ptr<BertForSequenceClassification> BertForSequenceClassification::fr
                         " does not exist (expected config.json and model.safetensors in it)");
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   BertConfig config = BertConfig::from_json_file(config_path);
-  if (options.id2label) {
-    if (options.id2label->empty()) throw ArgumentError("id2label needs at least one label");
-    config.id2label = *options.id2label;
-    config.label2id.clear();
-    for (size_t i = 0; i < config.id2label.size(); ++i)
-      config.label2id[config.id2label[i]] = static_cast<int64_t>(i);
-  }
+  if (options.id2label) config.set_label_names(*options.id2label);
   if (options.num_labels) config.set_num_labels(*options.num_labels);
   if (options.problem_type) config.problem_type = options.problem_type;
   config.validate(config_path);
@@ -73,26 +57,14 @@ std::shared_ptr<BertForSequenceClassification>
 BertForSequenceClassification::with_pretrained_weights(const BertConfig& config,
                                                        const std::string& path,
                                                        const WeightLoadOptions& load) {
-  // transformers 5 builds on the meta device and draws nothing for what it loads. HF's
-  // initialisation is skipped; libtorch's modules still draw their defaults as they are built:
-  // build, load, then rewind the generator.
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  at::Tensor before;
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    before = generator.get_state();
-  }
-  auto model =
-      std::make_shared<BertForSequenceClassification>(config, /*initialise_weights=*/false);
-  const WeightLoadReport report = load_pretrained_weights(*model, path, load);
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(before);
-  }
-  std::vector<std::string> fresh = report.missing_keys;
-  for (const MismatchedKey& key : report.mismatched_keys) fresh.push_back(key.key);
-  init_missing_bert_weights(*model, fresh, config.initializer_range);
-  return model;
+  PretrainedLoad loaded = build_and_load_pretrained(
+      [&] {
+        return std::make_shared<BertForSequenceClassification>(config,
+                                                               /*initialise_weights=*/false);
+      },
+      path, load);
+  init_missing_bert_weights(*loaded.model, loaded.fresh_keys, config.initializer_range);
+  return std::static_pointer_cast<BertForSequenceClassification>(loaded.model);
 }
 
 void BertForSequenceClassification::save_pretrained(const std::string& dir) const {
@@ -132,36 +104,7 @@ ModelOutput BertForSequenceClassification::forward(const Batch& batch) {
 
 at::Tensor BertForSequenceClassification::compute_loss(const at::Tensor& logits,
                                                        const at::Tensor& labels) {
-  const int64_t num_labels = config_.num_labels();
-  if (!config_.problem_type) {
-    // HF mutates config.problem_type on the first labelled batch, and so it is saved.
-    if (num_labels == 1) {
-      config_.problem_type = "regression";
-    } else if (is_integer(labels.scalar_type())) {
-      config_.problem_type = "single_label_classification";
-    } else {
-      config_.problem_type = "multi_label_classification";
-    }
-  }
-  const std::string& problem = *config_.problem_type;
-  if (problem == "regression") {
-    at::Tensor target = labels.to(logits.scalar_type());
-    if (num_labels == 1) return F::mse_loss(logits.squeeze(), target.squeeze());
-    return F::mse_loss(logits, target);
-  }
-  if (problem == "single_label_classification") {
-    if (labels.is_floating_point())
-      throw ArgumentError(
-          "labels must be integer class ids for single_label_classification, got a floating-point "
-          "tensor (set problem_type to regression or multi_label_classification?)");
-    return F::cross_entropy(logits.view({-1, num_labels}), labels.view({-1}).to(at::kLong));
-  }
-  // multi_label_classification
-  if (labels.sizes() != logits.sizes())
-    throw ArgumentError("multi_label_classification labels must be [batch, num_labels] = " +
-                        std::to_string(logits.size(0)) + " x " + std::to_string(num_labels) +
-                        " (0/1 per label)");
-  return F::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
+  return sequence_classification_loss(logits, labels, config_.problem_type);
 }
 
 }  // namespace ctrainer

@@ -24,6 +24,8 @@
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 
+#include "dump_flags.h"
+
 namespace {
 
 constexpr const char* kUsage =
@@ -35,21 +37,9 @@ struct Args {
 };
 
 Args parse_args(int argc, char** argv) {
-  Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) throw ctrainer::ArgumentError(flag + " needs a value\n" + kUsage);
-    const std::string value = argv[++i];
-    if (flag == "--model") {
-      args.model = value;
-    } else if (flag == "--inputs") {
-      args.inputs = value;
-    } else if (flag == "--output") {
-      args.output = value;
-    } else {
-      throw ctrainer::ArgumentError("unknown flag " + flag + "\n" + kUsage);
-    }
-  }
+  auto flags =
+      ctrainer::parity::parse_dump_flags(argc, argv, {"model", "inputs", "output"}, kUsage);
+  Args args{flags["model"], flags["inputs"], flags["output"]};
   if (args.model.empty() || args.inputs.empty() || args.output.empty())
     throw ctrainer::ArgumentError(std::string("--model, --inputs and --output are required\n") +
                                   kUsage);

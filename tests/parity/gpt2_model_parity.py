@@ -1,0 +1,215 @@
+"""GPT-2 parity with transformers, both directions, fp32, eval mode (dropout off).
+
+1. transformers -> ours: tiny random GPT2LMHeadModel / GPT2ForSequenceClassification (every
+   parameter then perturbed, so biases and LayerNorms are not 0 / 1), saved with save_pretrained
+   and loaded by ctrainer_parity_model_dump through the model registry (AutoModel). On a batch of
+   ragged sequences, logits, loss and every parameter's gradient agree within 1e-5 for: tied and
+   untied heads, scale_attn_by_inverse_layer_idx, n_inner, relu / gelu, no attention mask (SDPA's
+   is_causal path), token_type_ids, ignored labels (-100), sequence classification with right and
+   left padding, single-label and regression losses.
+2. ours -> transformers: our new model of a config, saved with save_pretrained, loads in
+   transformers' AutoModelFor* with no missing, unexpected or mismatched keys, and transformers'
+   logits, loss and gradients on the same batch equal ours within 1e-5.
+3. run_glue fine-tunes a GPT2ForSequenceClassification (config.json with pad_token_id, the BERT
+   vocabulary) for 3 steps on MRPC; transformers loads its output_dir and computes the logits,
+   loss and gradients ours computes from that folder.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,
+                          BertTokenizerFast, GPT2Config, GPT2ForSequenceClassification,
+                          GPT2LMHeadModel)
+
+import bert_parity
+from bert_model_parity import encode, mrpc_pairs
+from parity_support import EXAMPLES_DATA, binary, fail_if, run
+
+DUMP = "ctrainer_parity_model_dump"
+TOLERANCE = 1e-5
+VOCAB, LENGTH, BATCH, PAD = 97, 12, 4, 0
+TINY = dict(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4,
+            bos_token_id=1, eos_token_id=2)
+# (tag, task, config overrides, batch options)
+CASES = [
+    ("lm_tied", "causal_lm", {}, {}),
+    ("lm_untied_scaled", "causal_lm",
+     dict(tie_word_embeddings=False, scale_attn_by_inverse_layer_idx=True, n_inner=48), {}),
+    ("lm_relu_unscaled", "causal_lm", dict(activation_function="relu", scale_attn_weights=False),
+     {}),
+    ("lm_gelu_no_mask", "causal_lm", dict(activation_function="gelu"), dict(no_mask=True)),
+    ("lm_token_types_ignored_labels", "causal_lm", {}, dict(token_types=True, ignore_some=True)),
+    ("cls_right_padding", "sequence_classification", dict(num_labels=3, pad_token_id=PAD), {}),
+    ("cls_left_padding", "sequence_classification", dict(num_labels=3, pad_token_id=PAD),
+     dict(left=True)),
+    ("cls_regression", "sequence_classification", dict(num_labels=1, pad_token_id=PAD), {}),
+]
+
+
+def make_batch(task, num_labels, seed, left=False, no_mask=False, token_types=False,
+               ignore_some=False):
+    """Ragged sequences padded with PAD (ids never PAD inside a sequence)."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = [LENGTH, LENGTH - 3, LENGTH - 7, 5] if not no_mask else [LENGTH] * BATCH
+    ids = torch.full((BATCH, LENGTH), PAD, dtype=torch.int64)
+    mask = torch.zeros((BATCH, LENGTH), dtype=torch.int64)
+    for row, n in enumerate(lengths):
+        span = slice(LENGTH - n, LENGTH) if left else slice(0, n)
+        ids[row, span] = torch.randint(3, VOCAB, (n,), generator=g)
+        mask[row, span] = 1
+    batch = {"input_ids": ids}
+    if not no_mask:
+        batch["attention_mask"] = mask
+    if token_types:
+        batch["token_type_ids"] = torch.randint(0, 2, (BATCH, LENGTH), generator=g)
+    if task == "causal_lm":
+        labels = ids.masked_fill(mask == 0, -100)
+        if ignore_some:
+            labels[:, :3] = -100
+        batch["labels"] = labels
+    elif num_labels == 1:
+        batch["labels"] = torch.rand(BATCH, generator=g) * 4
+    else:
+        batch["labels"] = torch.randint(0, num_labels, (BATCH,), generator=g)
+    return batch
+
+
+def ours(batch, scratch, tag, task, model=None, config=None, save=None):
+    inputs = os.path.join(scratch, f"{tag}-inputs.safetensors")
+    output = os.path.join(scratch, f"{tag}-ours.safetensors")
+    save_file({k: v.contiguous() for k, v in batch.items()}, inputs)
+    source = ["--model", model] if model else ["--config", config, "--seed", "5", "--save", save]
+    run([binary(DUMP), "--task", task, *source, "--inputs", inputs, "--output", output])
+    with safe_open(output, "pt") as f:
+        problem_type = f.metadata()["problem_type"]
+    return load_file(output), problem_type
+
+
+def theirs(model, batch):
+    model.eval()
+    model.zero_grad(set_to_none=True)
+    result = model(**batch)
+    out = {"logits": result.logits.detach(), "loss": result.loss.detach()}
+    result.loss.backward()
+    for name, parameter in model.named_parameters():
+        out["grad." + name] = (parameter.grad if parameter.grad is not None
+                               else torch.zeros_like(parameter))
+    return out
+
+
+def hf_class(task):
+    return GPT2LMHeadModel if task == "causal_lm" else GPT2ForSequenceClassification
+
+
+def hf_to_ours(scratch):
+    differences, compared = [], 0
+    for index, (tag, task, overrides, options) in enumerate(CASES):
+        torch.manual_seed(40 + index)
+        model = hf_class(task)(GPT2Config(**TINY, **overrides))
+        bert_parity.perturb_parameters(model, 0.05, seed=60 + index)
+        folder = os.path.join(scratch, f"hf-{tag}")
+        model.save_pretrained(folder)
+        batch = make_batch(task, model.config.num_labels, seed=80 + index, **options)
+        mine, problem_type = ours(batch, scratch, tag, task, model=folder)
+        reference = theirs(model, batch)
+        if len([k for k in reference if k.startswith("grad.")]) != len(list(model.parameters())):
+            sys.exit("parity: transformers' gradients were not all collected")
+        if task != "causal_lm" and problem_type != model.config.problem_type:
+            differences.append(f"{tag}: problem_type {problem_type!r} (ours) vs "
+                               f"{model.config.problem_type!r} (transformers)")
+        differences += bert_parity.compare(f"transformers -> ours, {tag}", mine, reference,
+                                           None, tolerance=TOLERANCE)
+        compared += len(reference)
+        print(f"parity: transformers -> ours, {tag}: loss {reference['loss'].item():.6f} "
+              f"(ours {mine['loss'].item():.6f}), {len(reference)} tensors compared")
+    return differences, compared
+
+
+def ours_to_hf(scratch):
+    differences, compared = [], 0
+    for tag, task, overrides, auto in [
+            ("ours_lm", "causal_lm", {}, AutoModelForCausalLM),
+            ("ours_lm_untied", "causal_lm", dict(tie_word_embeddings=False), AutoModelForCausalLM),
+            ("ours_cls", "sequence_classification", dict(num_labels=2, pad_token_id=PAD),
+             AutoModelForSequenceClassification)]:
+        config_path = os.path.join(scratch, f"{tag}-config.json")
+        GPT2Config(**TINY, **overrides).to_json_file(config_path)
+        folder = os.path.join(scratch, f"{tag}-saved")
+        batch = make_batch(task, 2, seed=7)
+        mine, _ = ours(batch, scratch, tag, task, config=config_path, save=folder)
+        model, info = auto.from_pretrained(folder, output_loading_info=True)
+        for kind in ("missing_keys", "unexpected_keys", "mismatched_keys"):
+            if info.get(kind):
+                differences.append(f"{tag}: from_pretrained({folder}) {kind}: {sorted(info[kind])}")
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+            architectures = json.load(f).get("architectures")
+        if architectures != [type(model).__name__]:
+            differences.append(f"{tag}: architectures {architectures}, loaded as "
+                               f"{type(model).__name__}")
+        reference = theirs(model, batch)
+        differences += bert_parity.compare(f"ours -> transformers, {tag}", mine, reference, None,
+                                           tolerance=TOLERANCE)
+        compared += len(reference)
+        print(f"parity: ours -> transformers, {tag}: loss {reference['loss'].item():.6f} "
+              f"(ours {mine['loss'].item():.6f})")
+    return differences, compared
+
+
+def run_glue_to_hf(scratch):
+    config_path = os.path.join(scratch, "glue-gpt2-config.json")
+    GPT2Config(vocab_size=30522, n_positions=64, n_embd=32, n_layer=2, n_head=4, pad_token_id=0,
+               bos_token_id=101, eos_token_id=102).to_json_file(config_path)
+    vocab = os.path.join(EXAMPLES_DATA, "vocab", "bert-base-uncased-vocab.txt")
+    output_dir = os.path.join(scratch, "run_glue-gpt2")
+    run([binary("run_glue"), "--task_name", "mrpc",
+         "--data_dir", os.path.join(EXAMPLES_DATA, "glue", "MRPC"), "--config_name", config_path,
+         "--tokenizer_name", vocab, "--output_dir", output_dir,
+         "--cache_dir", os.path.join(scratch, "cache"), "--do_train", "--max_train_samples", "24",
+         "--max_steps", "3", "--per_device_train_batch_size", "8", "--max_seq_length", "64",
+         "--learning_rate", "1e-3", "--seed", "3", "--save_strategy", "no", "--report_to", "none",
+         "--disable_tqdm", "true"])
+    differences = []
+    model, info = AutoModelForSequenceClassification.from_pretrained(output_dir,
+                                                                     output_loading_info=True)
+    for kind in ("missing_keys", "unexpected_keys", "mismatched_keys"):
+        if info.get(kind):
+            differences.append(f"run_glue: from_pretrained({output_dir}) {kind}: {info[kind]}")
+    if type(model).__name__ != "GPT2ForSequenceClassification":
+        differences.append(f"run_glue: its folder loads as {type(model).__name__}")
+    vocab_dir = os.path.join(scratch, "vocab")
+    os.makedirs(vocab_dir, exist_ok=True)
+    shutil.copyfile(vocab, os.path.join(vocab_dir, "vocab.txt"))
+    tokenizer = BertTokenizerFast.from_pretrained(vocab_dir, do_lower_case=True)
+    pairs, labels = mrpc_pairs("dev", 8)
+    batch = dict(encode(tokenizer, pairs), labels=torch.tensor(labels))
+    mine, _ = ours(batch, scratch, "run_glue", "sequence_classification", model=output_dir)
+    reference = theirs(model, batch)
+    differences += bert_parity.compare("run_glue's GPT-2 in transformers", mine, reference, None,
+                                       tolerance=TOLERANCE)
+    print(f"parity: run_glue's GPT-2: loss {reference['loss'].item():.6f} "
+          f"(ours {mine['loss'].item():.6f})")
+    return differences, len(reference)
+
+
+def main():
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    with tempfile.TemporaryDirectory() as scratch:
+        differences, forward = hf_to_ours(scratch)
+        backward_differences, backward = ours_to_hf(scratch)
+        glue_differences, glue = run_glue_to_hf(scratch)
+    differences += backward_differences + glue_differences
+    backward += glue
+    if forward == 0 or backward == 0:
+        sys.exit("parity: nothing was compared")
+    fail_if(differences, f"GPT-2 logits, losses and gradients, {forward} + {backward} tensors "
+                         f"(tolerance {TOLERANCE:g})")
+
+
+if __name__ == "__main__":
+    main()
