@@ -7,7 +7,8 @@
 namespace ctrainer {
 
 bool is_supported_activation(const std::string& name) {
-  return name == "gelu" || name == "gelu_new" || name == "relu";
+  return name == "gelu" || name == "gelu_new" || name == "relu" || name == "silu" ||
+         name == "swish";
 }
 
 at::Tensor apply_activation(const std::string& name, const at::Tensor& x) {
@@ -19,8 +20,9 @@ at::Tensor apply_activation(const std::string& name, const at::Tensor& x) {
     return 0.5 * x * (1.0 + at::tanh(k * (x + 0.044715 * at::pow(x, 3.0))));
   }
   if (name == "relu") return at::relu(x);
+  if (name == "silu" || name == "swish") return at::silu(x);  // HF ACT2FN: both are nn.SiLU
   throw ArgumentError("hidden activation \"" + name +
-                      "\" is not supported; use gelu, gelu_new or relu");
+                      "\" is not supported; use gelu, gelu_new, relu or silu");
 }
 
 }  // namespace ctrainer

@@ -7,7 +7,8 @@
 namespace ctrainer {
 
 /// Applies the activation named `name`: "gelu" (exact, erf-based; HF GELUActivation), "gelu_new"
-/// (tanh approximation, HF NewGELUActivation, also GPT-2's), "relu". Throws ArgumentError for
+/// (tanh approximation, HF NewGELUActivation, also GPT-2's), "relu", "silu" / "swish" (Llama's).
+/// Throws ArgumentError for
 /// any other name, listing the supported ones.
 at::Tensor apply_activation(const std::string& name, const at::Tensor& x);
 

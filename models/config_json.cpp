@@ -126,6 +126,18 @@ void read_optional(const json& j, const char* key, std::optional<std::string>& o
   read_optional_with(j, key, out, source, read_string);
 }
 
+void read_token_ids(const json& j, const char* key, json& out, const std::string& source) {
+  if (!j.contains(key)) return;
+  const json& ids = j.at(key);
+  bool ok = ids.is_null() || ids.is_number_integer() || ids.is_array();
+  if (ids.is_array())
+    for (const json& id : ids) ok = ok && id.is_number_integer();
+  if (!ok)
+    fail(source, std::string("'") + key + "' must be an integer, a list of integers or null, got " +
+                     shown(ids));
+  out = ids;
+}
+
 void check_positive(const std::string& source, const char* key, int64_t value) {
   if (value < 1)
     fail(source, std::string("'") + key + "' must be >= 1, got " + std::to_string(value));
@@ -134,6 +146,17 @@ void check_positive(const std::string& source, const char* key, int64_t value) {
 void check_probability(const std::string& source, const char* key, double value) {
   if (!(value >= 0.0 && value <= 1.0))
     fail(source, std::string("'") + key + "' must be in [0, 1], got " + std::to_string(value));
+}
+
+void check_token_id(const std::string& source, const char* key, std::optional<int64_t> id,
+                    int64_t vocab_size) {
+  if (id && (*id < 0 || *id >= vocab_size))
+    fail(source, std::string("'") + key + "' " + std::to_string(*id) +
+                     " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+}
+
+json optional_json(const std::optional<int64_t>& value) {
+  return value ? json(*value) : json(nullptr);
 }
 
 void check_model_type(const json& j, const std::string& expected, const std::string& family_name,

@@ -35,10 +35,21 @@ void read_optional(const nlohmann::json& j, const char* key, std::optional<doubl
 void read_optional(const nlohmann::json& j, const char* key, std::optional<std::string>& out,
                    const std::string& source);
 
+/// An id or a list of ids (eos_token_id: Llama 3.1 lists several) or null, kept as written;
+/// anything else is an ArgumentError naming the key.
+void read_token_ids(const nlohmann::json& j, const char* key, nlohmann::json& out,
+                    const std::string& source);
+
 /// ArgumentError "<source>: '<key>' must be >= 1, got <value>" unless value >= 1.
 void check_positive(const std::string& source, const char* key, int64_t value);
 /// ArgumentError "<source>: '<key>' must be in [0, 1], got <value>" unless it is (NaN is not).
 void check_probability(const std::string& source, const char* key, double value);
+
+/// ArgumentError naming `key` unless the id, when set, is inside the vocabulary [0, vocab_size).
+void check_token_id(const std::string& source, const char* key, std::optional<int64_t> id,
+                    int64_t vocab_size);
+/// An optional id as config.json writes it: the number, or null.
+nlohmann::json optional_json(const std::optional<int64_t>& value);
 
 /// Checks config.json's model_type, when present, is `expected` (the family's).
 void check_model_type(const nlohmann::json& j, const std::string& expected,

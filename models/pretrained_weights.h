@@ -92,6 +92,19 @@ struct PretrainedLoad {
 PretrainedLoad build_and_load_pretrained(const std::function<std::shared_ptr<Model>()>& build,
                                          const std::string& path, const WeightLoadOptions& load);
 
+/// build_and_load_pretrained() for a head class: `Head(config, /*initialise_weights=*/false)`
+/// loaded from `path`, then `init_missing(model, config, &fresh_keys)` (the family's HF
+/// initialisation of what the checkpoint lacked).
+template <typename Head, typename Config, typename InitMissing>
+std::shared_ptr<Head> load_pretrained_head(const Config& config, const std::string& path,
+                                           const WeightLoadOptions& load,
+                                           InitMissing init_missing) {
+  PretrainedLoad loaded = build_and_load_pretrained(
+      [&] { return std::make_shared<Head>(config, /*initialise_weights=*/false); }, path, load);
+  init_missing(*loaded.model, config, &loaded.fresh_keys);
+  return std::static_pointer_cast<Head>(loaded.model);
+}
+
 /// HF save_pretrained: creates `dir` and writes model.safetensors (the state dict, metadata
 /// format "pt") and, when the model has one, config.json (with "architectures" set to
 /// `architecture` when that is not empty).

@@ -9,6 +9,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/model_config.h>
+#include <ctrainer/models/registry/model_registry.h>
 
 namespace ctrainer {
 
@@ -46,6 +47,24 @@ const Config& typed_config_of(const ModelConfig& config) {
   throw ArgumentError(std::string("a model of model_type \"") + Config::kModelType +
                       "\" cannot be built from a config of model_type \"" + config.model_type() +
                       "\"");
+}
+
+/// The ModelArchitecture of a head class `Head` of the family whose typed config is `Config`:
+/// built by `Head(config)` (new weights) and `Head::from_pretrained(config, path,
+/// ignore_mismatched_sizes)`.
+template <typename Head, typename Config>
+ModelArchitecture typed_architecture(const std::string& name, ModelTask task) {
+  ModelArchitecture a;
+  a.name = name;
+  a.task = task;
+  a.create = [](const ModelConfig& config) -> std::shared_ptr<Model> {
+    return std::make_shared<Head>(typed_config_of<Config>(config));
+  };
+  a.from_pretrained = [](const ModelConfig& config, const std::string& path,
+                         bool ignore_mismatched_sizes) -> std::shared_ptr<Model> {
+    return Head::from_pretrained(typed_config_of<Config>(config), path, ignore_mismatched_sizes);
+  };
+  return a;
 }
 
 }  // namespace ctrainer

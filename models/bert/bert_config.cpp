@@ -52,9 +52,7 @@ void BertConfig::validate(const std::string& source) const {
   if (classifier_dropout) check_probability(source, "classifier_dropout", *classifier_dropout);
   if (!(layer_norm_eps > 0.0)) fail(source, "'layer_norm_eps' must be > 0");
   if (!(initializer_range >= 0.0)) fail(source, "'initializer_range' must be >= 0");
-  if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size))
-    fail(source, "'pad_token_id' " + std::to_string(*pad_token_id) +
-                     " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+  check_token_id(source, "pad_token_id", pad_token_id, vocab_size);
   TaskHeadFields::validate(source);
 }
 
@@ -73,7 +71,7 @@ nlohmann::json BertConfig::to_json() const {
   j["type_vocab_size"] = type_vocab_size;
   j["layer_norm_eps"] = layer_norm_eps;
   j["initializer_range"] = initializer_range;
-  j["pad_token_id"] = pad_token_id ? json(*pad_token_id) : json(nullptr);
+  j["pad_token_id"] = optional_json(pad_token_id);
   j["classifier_dropout"] = classifier_dropout ? json(*classifier_dropout) : json(nullptr);
   TaskHeadFields::write(j);
   return j;

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include <ctrainer/core/errors.h>
-#include <ctrainer/models/sequence_classification_loss.h>
+#include <ctrainer/models/task_heads.h>
 
 namespace ctrainer {
 namespace {

@@ -56,28 +56,25 @@ void GPT2Config::validate(const std::string& source) const {
                      std::to_string(n_head) + ")");
   if (!is_supported_activation(activation_function))
     fail(source, "'activation_function' \"" + activation_function +
-                     "\" is not supported; use gelu_new, gelu or relu");
+                     "\" is not supported; use gelu_new, gelu, relu or silu");
   check_probability(source, "resid_pdrop", resid_pdrop);
   check_probability(source, "embd_pdrop", embd_pdrop);
   check_probability(source, "attn_pdrop", attn_pdrop);
   if (!(layer_norm_epsilon > 0.0)) fail(source, "'layer_norm_epsilon' must be > 0");
   if (!(initializer_range >= 0.0)) fail(source, "'initializer_range' must be >= 0");
-  if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size))
-    fail(source, "'pad_token_id' " + std::to_string(*pad_token_id) +
-                     " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+  check_token_id(source, "pad_token_id", pad_token_id, vocab_size);
   TaskHeadFields::validate(source);
 }
 
 json GPT2Config::to_json() const {
   json j = extra.is_object() ? extra : json::object();
-  auto optional = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
   j["model_type"] = "gpt2";
   j["vocab_size"] = vocab_size;
   j["n_positions"] = n_positions;
   j["n_embd"] = n_embd;
   j["n_layer"] = n_layer;
   j["n_head"] = n_head;
-  j["n_inner"] = optional(n_inner);
+  j["n_inner"] = optional_json(n_inner);
   j["activation_function"] = activation_function;
   j["resid_pdrop"] = resid_pdrop;
   j["embd_pdrop"] = embd_pdrop;
@@ -90,9 +87,9 @@ json GPT2Config::to_json() const {
   j["tie_word_embeddings"] = tie_word_embeddings;
   j["use_cache"] = use_cache;
   j["add_cross_attention"] = false;
-  j["bos_token_id"] = optional(bos_token_id);
-  j["eos_token_id"] = optional(eos_token_id);
-  j["pad_token_id"] = optional(pad_token_id);
+  j["bos_token_id"] = optional_json(bos_token_id);
+  j["eos_token_id"] = eos_token_id;
+  j["pad_token_id"] = optional_json(pad_token_id);
   TaskHeadFields::write(j);
   return j;
 }
@@ -119,9 +116,7 @@ GPT2Config GPT2Config::from_json(const json& j, const std::string& source) {
   read_bool(j, "tie_word_embeddings", c.tie_word_embeddings, source);
   read_bool(j, "use_cache", c.use_cache, source);
   read_optional(j, "bos_token_id", c.bos_token_id, source);
-  if (j.contains("eos_token_id") && j.at("eos_token_id").is_array())
-    fail(source, "'eos_token_id' as a list is not supported for GPT-2; give one id");
-  read_optional(j, "eos_token_id", c.eos_token_id, source);
+  read_token_ids(j, "eos_token_id", c.eos_token_id, source);
   read_optional(j, "pad_token_id", c.pad_token_id, source);
   bool cross_attention = false;
   read_bool(j, "add_cross_attention", cross_attention, source);

@@ -42,7 +42,8 @@ struct GPT2Config : config_json::TaskHeadFields {
   bool tie_word_embeddings = true;
   bool use_cache = true;
   std::optional<int64_t> bos_token_id = 50256;
-  std::optional<int64_t> eos_token_id = 50256;
+  /// One id, a list of ids or null, as written.
+  nlohmann::json eos_token_id = 50256;
   /// The padding id: GPT2ForSequenceClassification pools the last token that is not padding;
   /// without one it takes batches of one sequence only (as HF).
   std::optional<int64_t> pad_token_id;

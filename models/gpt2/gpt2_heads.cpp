@@ -1,11 +1,7 @@
 #include <ctrainer/models/gpt2/gpt2_heads.h>
 
-#include <ATen/TensorIndexing.h>
-#include <torch/nn/functional/loss.h>
-#include <torch/nn/functional/padding.h>
-
 #include <ctrainer/core/errors.h>
-#include <ctrainer/models/sequence_classification_loss.h>
+#include <ctrainer/models/task_heads.h>
 
 namespace ctrainer {
 namespace {
@@ -24,10 +20,11 @@ std::shared_ptr<Head> load_head(const GPT2Config& config, const std::string& pat
                                 bool ignore_mismatched_sizes, const std::string& architecture) {
   WeightLoadOptions load = GPT2PreTrainedModel::weight_load_options(architecture, config);
   load.ignore_mismatched_sizes = ignore_mismatched_sizes;
-  PretrainedLoad loaded = build_and_load_pretrained(
-      [&] { return std::make_shared<Head>(config, /*initialise_weights=*/false); }, path, load);
-  init_gpt2_weights(*loaded.model, config, &loaded.fresh_keys);
-  return std::static_pointer_cast<Head>(loaded.model);
+  return load_pretrained_head<Head>(
+      config, path, load,
+      [](torch::nn::Module& m, const GPT2Config& c, const std::vector<std::string>* keys) {
+        init_gpt2_weights(m, c, keys);
+      });
 }
 
 }  // namespace
@@ -72,22 +69,8 @@ std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const GPT2Conf
 }
 
 ModelOutput GPT2LMHeadModel::forward(const Batch& batch) {
-  const at::Tensor hidden = run_transformer(transformer, batch);
-  ModelOutput out;
-  out.logits = lm_head ? lm_head->forward(hidden) : at::linear(hidden, transformer->wte->weight);
-  if (batch.contains("labels")) out.loss = causal_lm_loss(out.logits, batch.at("labels"));
-  return out;
-}
-
-at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels) {
-  namespace F = torch::nn::functional;
-  constexpr int64_t kIgnoreIndex = -100;
-  const at::Tensor shifted =
-      F::pad(labels.to(at::kLong), F::PadFuncOptions({0, 1}).value(kIgnoreIndex))
-          .narrow(-1, 1, labels.size(-1));
-  return F::cross_entropy(logits.to(at::kFloat).reshape({-1, logits.size(-1)}),
-                          shifted.reshape({-1}),
-                          F::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex));
+  return causal_lm_output(run_transformer(transformer, batch), lm_head, transformer->wte->weight,
+                          batch);
 }
 
 GPT2ForSequenceClassification::GPT2ForSequenceClassification(const GPT2Config& config,
@@ -106,29 +89,9 @@ std::shared_ptr<GPT2ForSequenceClassification> GPT2ForSequenceClassification::fr
 }
 
 ModelOutput GPT2ForSequenceClassification::forward(const Batch& batch) {
-  const at::Tensor& input_ids = batch.at("input_ids");
-  const int64_t batch_size = input_ids.size(0), length = input_ids.size(1);
-  at::Tensor last;
-  if (config_.pad_token_id) {
-    // HF: the rightmost token that is not padding (left or right padding alike).
-    const at::Tensor not_pad = input_ids.ne(*config_.pad_token_id).to(at::kInt);
-    last = (at::arange(length, input_ids.options().dtype(at::kInt)) * not_pad).argmax(-1);
-  } else if (batch_size != 1) {
-    throw ArgumentError(
-        "GPT2ForSequenceClassification: cannot handle batches of more than one sequence without "
-        "a padding token: set pad_token_id in config.json (GPT-2 checkpoints have none; the eos "
-        "id is the usual choice) or use batches of one");
-  } else {
-    last = at::full({1}, length - 1, input_ids.options().dtype(at::kLong));
-  }
-  const at::Tensor hidden = run_transformer(transformer, batch);
-  const at::Tensor pooled = hidden.index(
-      {at::arange(batch_size, input_ids.options().dtype(at::kLong)), last.to(at::kLong)});
-  ModelOutput out;
-  out.logits = score->forward(pooled);
-  if (batch.contains("labels"))
-    out.loss = sequence_classification_loss(out.logits, batch.at("labels"), config_.problem_type);
-  return out;
+  return decoder_classification_output(run_transformer(transformer, batch), score, batch,
+                                       config_.pad_token_id, config_.problem_type,
+                                       "GPT2ForSequenceClassification");
 }
 
 }  // namespace ctrainer

@@ -80,9 +80,4 @@ class GPT2ForSequenceClassification : public GPT2PreTrainedModel {
   torch::nn::Linear score{nullptr};
 };
 
-/// transformers' ForCausalLMLoss (without num_items_in_batch): labels padded with -100 on the
-/// right and shifted left by one, cross-entropy of the fp32 logits, mean over the labels that
-/// are not -100 (NaN when there are none, as torch's).
-at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels);
-
 }  // namespace ctrainer

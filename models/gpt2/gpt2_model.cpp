@@ -8,6 +8,7 @@
 #include <torch/nn/init.h>
 
 #include <ctrainer/models/activations.h>
+#include <ctrainer/models/attention_mask.h>
 #include <ctrainer/models/gradient_checkpointing.h>
 
 namespace ctrainer {
@@ -87,15 +88,6 @@ GPT2ModelImpl::GPT2ModelImpl(const GPT2Config& config) {
   ln_f = register_module(
       "ln_f", torch::nn::LayerNorm(
                   torch::nn::LayerNormOptions({config.n_embd}).eps(config.layer_norm_epsilon)));
-}
-
-at::Tensor causal_padding_mask(const at::Tensor& attention_mask, int64_t length) {
-  // transformers skips the mask when every token is attended: SDPA's is_causal does the rest.
-  if (!attention_mask.defined() || attention_mask.all().item<bool>()) return {};
-  const at::Tensor causal =
-      at::ones({length, length}, attention_mask.options().dtype(at::kBool)).tril();
-  const at::Tensor keys = attention_mask.to(at::kBool).view({attention_mask.size(0), 1, 1, length});
-  return causal.view({1, 1, length, length}).logical_and(keys);
 }
 
 at::Tensor GPT2ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,

@@ -108,9 +108,4 @@ TORCH_MODULE(GPT2Model);
 void init_gpt2_weights(torch::nn::Module& module, const GPT2Config& config,
                        const std::vector<std::string>* only = nullptr);
 
-/// The boolean attention mask [B, 1, T, T] for causal attention over the tokens of
-/// `attention_mask` [B, T] (1 = token); undefined when every token is attended (SDPA's is_causal
-/// then does the causal part without a materialised mask, as transformers skips it).
-at::Tensor causal_padding_mask(const at::Tensor& attention_mask, int64_t length);
-
 }  // namespace ctrainer

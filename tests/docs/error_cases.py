@@ -445,6 +445,10 @@ def cases():
         Case("a model_type this build does not know",
              ["$GLUE_DATA", "--config_name", "c.json", "--tokenizer_name", "vocab.txt"],
              files={"c.json": with_config(model_type="mamba")}),
+        Case("a Llama with a RoPE type this build does not have",
+             ["$GLUE_DATA", "--config_name", "c.json", "--tokenizer_name", "vocab.txt"],
+             files={"c.json": '{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, '
+                              '"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}'}),
         Case("a GPT-2 with cross-attention",
              ["$GLUE_DATA", "--config_name", "c.json", "--tokenizer_name", "vocab.txt"],
              files={"c.json": '{"model_type": "gpt2", "n_layer": 2, "add_cross_attention": true}'}),

@@ -21,19 +21,16 @@ import sys
 import tempfile
 
 import torch
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
 from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,
                           BertTokenizerFast, GPT2Config, GPT2ForSequenceClassification,
                           GPT2LMHeadModel)
 
 import bert_parity
+import decoder_parity
 from bert_model_parity import encode, mrpc_pairs
+from decoder_parity import PAD, TOLERANCE, VOCAB, ours, theirs
 from parity_support import EXAMPLES_DATA, binary, fail_if, run
 
-DUMP = "ctrainer_parity_model_dump"
-TOLERANCE = 1e-5
-VOCAB, LENGTH, BATCH, PAD = 97, 12, 4, 0
 TINY = dict(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4,
             bos_token_id=1, eos_token_id=2)
 # (tag, task, config overrides, batch options)
@@ -52,113 +49,29 @@ CASES = [
 ]
 
 
-def make_batch(task, num_labels, seed, left=False, no_mask=False, token_types=False,
-               ignore_some=False):
-    """Ragged sequences padded with PAD (ids never PAD inside a sequence)."""
-    g = torch.Generator().manual_seed(seed)
-    lengths = [LENGTH, LENGTH - 3, LENGTH - 7, 5] if not no_mask else [LENGTH] * BATCH
-    ids = torch.full((BATCH, LENGTH), PAD, dtype=torch.int64)
-    mask = torch.zeros((BATCH, LENGTH), dtype=torch.int64)
-    for row, n in enumerate(lengths):
-        span = slice(LENGTH - n, LENGTH) if left else slice(0, n)
-        ids[row, span] = torch.randint(3, VOCAB, (n,), generator=g)
-        mask[row, span] = 1
-    batch = {"input_ids": ids}
-    if not no_mask:
-        batch["attention_mask"] = mask
-    if token_types:
-        batch["token_type_ids"] = torch.randint(0, 2, (BATCH, LENGTH), generator=g)
-    if task == "causal_lm":
-        labels = ids.masked_fill(mask == 0, -100)
-        if ignore_some:
-            labels[:, :3] = -100
-        batch["labels"] = labels
-    elif num_labels == 1:
-        batch["labels"] = torch.rand(BATCH, generator=g) * 4
-    else:
-        batch["labels"] = torch.randint(0, num_labels, (BATCH,), generator=g)
-    return batch
+def make_model(task, overrides, index):
+    torch.manual_seed(40 + index)
+    model_class = GPT2LMHeadModel if task == "causal_lm" else GPT2ForSequenceClassification
+    model = model_class(GPT2Config(**TINY, **overrides))
+    bert_parity.perturb_parameters(model, 0.05, seed=60 + index)
+    return model
 
 
-def ours(batch, scratch, tag, task, model=None, config=None, save=None):
-    inputs = os.path.join(scratch, f"{tag}-inputs.safetensors")
-    output = os.path.join(scratch, f"{tag}-ours.safetensors")
-    save_file({k: v.contiguous() for k, v in batch.items()}, inputs)
-    source = ["--model", model] if model else ["--config", config, "--seed", "5", "--save", save]
-    run([binary(DUMP), "--task", task, *source, "--inputs", inputs, "--output", output])
-    with safe_open(output, "pt") as f:
-        problem_type = f.metadata()["problem_type"]
-    return load_file(output), problem_type
+def check_architecture(tag, model, folder):
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        architectures = json.load(f).get("architectures")
+    if architectures != [type(model).__name__]:
+        return [f"{tag}: architectures {architectures}, loaded as {type(model).__name__}"]
+    return []
 
 
-def theirs(model, batch):
-    model.eval()
-    model.zero_grad(set_to_none=True)
-    result = model(**batch)
-    out = {"logits": result.logits.detach(), "loss": result.loss.detach()}
-    result.loss.backward()
-    for name, parameter in model.named_parameters():
-        out["grad." + name] = (parameter.grad if parameter.grad is not None
-                               else torch.zeros_like(parameter))
-    return out
-
-
-def hf_class(task):
-    return GPT2LMHeadModel if task == "causal_lm" else GPT2ForSequenceClassification
-
-
-def hf_to_ours(scratch):
-    differences, compared = [], 0
-    for index, (tag, task, overrides, options) in enumerate(CASES):
-        torch.manual_seed(40 + index)
-        model = hf_class(task)(GPT2Config(**TINY, **overrides))
-        bert_parity.perturb_parameters(model, 0.05, seed=60 + index)
-        folder = os.path.join(scratch, f"hf-{tag}")
-        model.save_pretrained(folder)
-        batch = make_batch(task, model.config.num_labels, seed=80 + index, **options)
-        mine, problem_type = ours(batch, scratch, tag, task, model=folder)
-        reference = theirs(model, batch)
-        if len([k for k in reference if k.startswith("grad.")]) != len(list(model.parameters())):
-            sys.exit("parity: transformers' gradients were not all collected")
-        if task != "causal_lm" and problem_type != model.config.problem_type:
-            differences.append(f"{tag}: problem_type {problem_type!r} (ours) vs "
-                               f"{model.config.problem_type!r} (transformers)")
-        differences += bert_parity.compare(f"transformers -> ours, {tag}", mine, reference,
-                                           None, tolerance=TOLERANCE)
-        compared += len(reference)
-        print(f"parity: transformers -> ours, {tag}: loss {reference['loss'].item():.6f} "
-              f"(ours {mine['loss'].item():.6f}), {len(reference)} tensors compared")
-    return differences, compared
-
-
-def ours_to_hf(scratch):
-    differences, compared = [], 0
-    for tag, task, overrides, auto in [
-            ("ours_lm", "causal_lm", {}, AutoModelForCausalLM),
-            ("ours_lm_untied", "causal_lm", dict(tie_word_embeddings=False), AutoModelForCausalLM),
-            ("ours_cls", "sequence_classification", dict(num_labels=2, pad_token_id=PAD),
-             AutoModelForSequenceClassification)]:
-        config_path = os.path.join(scratch, f"{tag}-config.json")
-        GPT2Config(**TINY, **overrides).to_json_file(config_path)
-        folder = os.path.join(scratch, f"{tag}-saved")
-        batch = make_batch(task, 2, seed=7)
-        mine, _ = ours(batch, scratch, tag, task, config=config_path, save=folder)
-        model, info = auto.from_pretrained(folder, output_loading_info=True)
-        for kind in ("missing_keys", "unexpected_keys", "mismatched_keys"):
-            if info.get(kind):
-                differences.append(f"{tag}: from_pretrained({folder}) {kind}: {sorted(info[kind])}")
-        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-            architectures = json.load(f).get("architectures")
-        if architectures != [type(model).__name__]:
-            differences.append(f"{tag}: architectures {architectures}, loaded as "
-                               f"{type(model).__name__}")
-        reference = theirs(model, batch)
-        differences += bert_parity.compare(f"ours -> transformers, {tag}", mine, reference, None,
-                                           tolerance=TOLERANCE)
-        compared += len(reference)
-        print(f"parity: ours -> transformers, {tag}: loss {reference['loss'].item():.6f} "
-              f"(ours {mine['loss'].item():.6f})")
-    return differences, compared
+OURS_TO_HF = [
+    ("ours_lm", "causal_lm", GPT2Config(**TINY), AutoModelForCausalLM),
+    ("ours_lm_untied", "causal_lm", GPT2Config(**TINY, tie_word_embeddings=False),
+     AutoModelForCausalLM),
+    ("ours_cls", "sequence_classification", GPT2Config(**TINY, num_labels=2, pad_token_id=PAD),
+     AutoModelForSequenceClassification),
+]
 
 
 def run_glue_to_hf(scratch):
@@ -200,8 +113,9 @@ def run_glue_to_hf(scratch):
 def main():
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     with tempfile.TemporaryDirectory() as scratch:
-        differences, forward = hf_to_ours(scratch)
-        backward_differences, backward = ours_to_hf(scratch)
+        differences, forward = decoder_parity.hf_to_ours(scratch, CASES, make_model)
+        backward_differences, backward = decoder_parity.ours_to_hf(scratch, OURS_TO_HF,
+                                                                   check_architecture)
         glue_differences, glue = run_glue_to_hf(scratch)
     differences += backward_differences + glue_differences
     backward += glue

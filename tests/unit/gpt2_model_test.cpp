@@ -13,6 +13,7 @@
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/models/registry/model_registry.h>
 
+#include "support/decoder_batches.h"
 #include "support/expect_error.h"
 #include "support/test_data.h"
 
@@ -32,14 +33,6 @@ GPT2Config tiny_config(nlohmann::json overrides = nlohmann::json::object()) {
   nlohmann::json json = tiny_json();
   json.update(overrides);
   return GPT2Config::from_json(json, "tiny.json");
-}
-
-Batch lm_batch() {
-  Batch batch;
-  batch["input_ids"] = torch::tensor({{3, 5, 7, 9, 11}, {4, 6, 8, 0, 0}}, torch::kLong);
-  batch["attention_mask"] = torch::tensor({{1, 1, 1, 1, 1}, {1, 1, 1, 0, 0}}, torch::kLong);
-  batch["labels"] = torch::tensor({{3, 5, 7, 9, 11}, {4, 6, 8, -100, -100}}, torch::kLong);
-  return batch;
 }
 
 TEST(GPT2Config, ReadsHuggingFacesNamesAndWritesThemBack) {
@@ -80,13 +73,14 @@ TEST(GPT2Config, BadValuesNameTheFileAndTheKey) {
   expect_error(with({{"add_cross_attention", true}}),
                {"tiny.json", "add_cross_attention", "not supported"});
   expect_error(with({{"n_embd", 18}}), {"tiny.json", "'n_embd' (18)", "multiple of 'n_head' (4)"});
-  expect_error(with({{"activation_function", "swish"}}),
-               {"tiny.json", "activation_function", "swish", "gelu_new"});
+  expect_error(with({{"activation_function", "swiglu"}}),
+               {"tiny.json", "activation_function", "swiglu", "gelu_new"});
   expect_error(with({{"n_layer", "2"}}), {"tiny.json", "'n_layer' must be an integer", "\"2\""});
   expect_error(with({{"tie_word_embeddings", 1}}),
                {"tiny.json", "'tie_word_embeddings' must be true or false"});
   expect_error(with({{"pad_token_id", 50}}), {"tiny.json", "pad_token_id", "outside"});
-  expect_error(with({{"eos_token_id", {2, 3}}}), {"tiny.json", "eos_token_id", "list"});
+  expect_error(with({{"eos_token_id", {2, "3"}}}),
+               {"tiny.json", "eos_token_id", "list of integers"});
   expect_error(with({{"model_type", "bert"}}), {"tiny.json", "a GPT-2 model needs \"gpt2\""});
   expect_error(with({{"attn_pdrop", 1.5}}), {"tiny.json", "attn_pdrop", "[0, 1]"});
 }
@@ -119,7 +113,7 @@ TEST(GPT2LMHead, TiedHeadIsTheEmbeddingAndAnUntiedOneIsAParameterOfItsOwn) {
   // Tied: the logits are the hidden states times the embedding matrix.
   tied.eval();
   torch::NoGradGuard no_grad;
-  const Batch batch = lm_batch();
+  const Batch batch = testing::ragged_lm_batch();
   const at::Tensor hidden = tied.transformer->forward(batch.at("input_ids"));
   EXPECT_TRUE(at::allclose(tied.forward(batch).logits.select(0, 0),
                            hidden.select(0, 0).matmul(tied.transformer->wte->weight.t()), 1e-5,
@@ -138,7 +132,7 @@ TEST(GPT2LMHead, LogitsOfATokenDoNotSeeLaterTokens) {
   EXPECT_TRUE(at::equal(la.narrow(1, 0, 3), lb.narrow(1, 0, 3)));
   EXPECT_FALSE(at::allclose(la.narrow(1, 3, 1), lb.narrow(1, 3, 1)));
   // A padded row computes what the unpadded row does at its tokens (mask path vs is_causal).
-  Batch padded = lm_batch(), alone;
+  Batch padded = testing::ragged_lm_batch(), alone;
   alone["input_ids"] = torch::tensor({{4, 6, 8}}, torch::kLong);
   EXPECT_TRUE(at::allclose(model.forward(padded).logits.select(0, 1).narrow(0, 0, 3),
                            model.forward(alone).logits.select(0, 0), 1e-5, 1e-6));
@@ -149,7 +143,7 @@ TEST(GPT2LMHead, LossIsTheMeanOverShiftedLabelsThatAreNotIgnored) {
   GPT2LMHeadModel model(tiny_config());
   model.eval();
   torch::NoGradGuard no_grad;
-  const Batch batch = lm_batch();
+  const Batch batch = testing::ragged_lm_batch();
   const ModelOutput out = model.forward(batch);
   // Position t predicts label t + 1: 4 targets in row 0, 2 in row 1.
   const at::Tensor log_probs = at::log_softmax(out.logits, -1);
@@ -177,7 +171,8 @@ TEST(GPT2LMHead, SavedFolderLoadsBackWithTheSameLogits) {
     const auto loaded = AutoModel::from_pretrained(dir.string(), ModelTask::kCausalLM);
     loaded->eval();
     torch::NoGradGuard no_grad;
-    EXPECT_TRUE(at::equal(model.forward(lm_batch()).logits, loaded->forward(lm_batch()).logits))
+    EXPECT_TRUE(at::equal(model.forward(testing::ragged_lm_batch()).logits,
+                          loaded->forward(testing::ragged_lm_batch()).logits))
         << "tie_word_embeddings " << tie;
     EXPECT_EQ(loaded->config()->at("architectures"), nlohmann::json({"GPT2LMHeadModel"}));
   }
@@ -190,7 +185,7 @@ TEST(GPT2LMHead, GradientCheckpointingGivesTheSameLossAndGradients) {
     model.gradient_checkpointing_enable(checkpointing);
     model.train();
     torch::manual_seed(5);  // the same dropout masks on both paths
-    const ModelOutput out = model.forward(lm_batch());
+    const ModelOutput out = model.forward(testing::ragged_lm_batch());
     out.loss.backward();
     std::vector<at::Tensor> grads{out.loss.detach()};
     for (const auto& p : model.parameters()) grads.push_back(p.grad().clone());

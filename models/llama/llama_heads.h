@@ -1,0 +1,71 @@
+#pragma once
+/// \file Llama's task heads, as transformers names them: LlamaForCausalLM (an untied lm_head by
+/// default; tie_word_embeddings makes it the token embedding itself) and
+/// LlamaForSequenceClassification (a bias-free score on the last token that is not padding).
+/// Parameter names are HF's state-dict keys ("model." + LlamaModel's, "lm_head.weight",
+/// "score.weight").
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <torch/nn/modules/linear.h>
+
+#include <ctrainer/models/llama/llama_config.h>
+#include <ctrainer/models/llama/llama_model.h>
+#include <ctrainer/models/model.h>
+#include <ctrainer/models/pretrained_weights.h>
+
+namespace ctrainer {
+
+/// What the Llama heads share: the decoder, config.json, gradient checkpointing and the
+/// checkpoint-matching rules (base_model_prefix "model"; rotary_emb.inv_freq, which old
+/// checkpoints saved, ignored).
+class LlamaPreTrainedModel : public Model {
+ public:
+  std::optional<nlohmann::json> config() const override;
+  const LlamaConfig& llama_config() const { return config_; }
+  bool supports_gradient_checkpointing() const override { return true; }
+  void gradient_checkpointing_enable(bool enable = true) override {
+    model->set_gradient_checkpointing(enable);
+  }
+  static WeightLoadOptions weight_load_options(const std::string& architecture,
+                                               const LlamaConfig& config);
+
+  LlamaModel model{nullptr};
+
+ protected:
+  LlamaPreTrainedModel(const LlamaConfig& config, std::string architecture);
+  LlamaConfig config_;
+  std::string architecture_;
+};
+
+class LlamaForCausalLM : public LlamaPreTrainedModel {
+ public:
+  /// `initialise_weights`: HF's initialisation from the global generator; false leaves libtorch's
+  /// defaults, for loading a checkpoint.
+  explicit LlamaForCausalLM(const LlamaConfig& config, bool initialise_weights = true);
+  static std::shared_ptr<LlamaForCausalLM> from_pretrained(const LlamaConfig& config,
+                                                           const std::string& path,
+                                                           bool ignore_mismatched_sizes = false);
+  /// Batch: "input_ids" [B, T]; optional "attention_mask" and "labels" [B, T] (-100 = ignored).
+  /// Logits [B, T, vocab_size]; the loss is transformers' ForCausalLMLoss (task_heads.h).
+  ModelOutput forward(const Batch& batch) override;
+
+  /// The untied output projection; null when tied.
+  torch::nn::Linear lm_head{nullptr};
+};
+
+class LlamaForSequenceClassification : public LlamaPreTrainedModel {
+ public:
+  explicit LlamaForSequenceClassification(const LlamaConfig& config,
+                                          bool initialise_weights = true);
+  static std::shared_ptr<LlamaForSequenceClassification> from_pretrained(
+      const LlamaConfig& config, const std::string& path, bool ignore_mismatched_sizes = false);
+  /// As GPT2ForSequenceClassification: the score of each sequence's last token that is not
+  /// config.pad_token_id; the loss by problem_type.
+  ModelOutput forward(const Batch& batch) override;
+
+  torch::nn::Linear score{nullptr};
+};
+
+}  // namespace ctrainer

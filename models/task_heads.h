@@ -1,0 +1,50 @@
+#pragma once
+/// \file What the task heads of every family share, as transformers computes it: the
+/// sequence-classification loss (ForSequenceClassificationLoss), the causal-LM loss
+/// (ForCausalLMLoss) and the last-token pooling of decoder classifiers
+/// (GenericForSequenceClassification).
+#include <optional>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/linear.h>
+
+#include <ctrainer/models/model.h>
+
+namespace ctrainer {
+
+/// Regression -> MSE, single_label_classification -> cross-entropy, multi_label_classification ->
+/// BCE with logits: the loss of `logits` [B, num_labels] against `labels`. An unset `problem_type`
+/// is set as HF sets config.problem_type on the first labelled batch (num_labels 1 -> regression;
+/// integer labels -> single_label_classification; otherwise multi-label), so it is saved with the
+/// model. Floating-point labels for single-label classification and multi-label labels of the wrong
+/// shape throw ArgumentError.
+at::Tensor sequence_classification_loss(const at::Tensor& logits, const at::Tensor& labels,
+                                        std::optional<std::string>& problem_type);
+
+/// transformers' ForCausalLMLoss (without num_items_in_batch): labels padded with -100 on the
+/// right and shifted left by one, cross-entropy of the fp32 logits [B, T, V], mean over the labels
+/// that are not -100 (NaN when there are none, as torch's).
+at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels);
+
+/// What a decoder classifier reads: the rows [B, H] of `hidden` [B, T, H] at each sequence's
+/// rightmost token of `input_ids` [B, T] that is not `pad_token_id` (so left and right padding
+/// both work); without a pad_token_id the last position, and only for batches of one sequence
+/// (ArgumentError naming `model_class` otherwise), as transformers does.
+at::Tensor last_non_pad_hidden(const at::Tensor& hidden, const at::Tensor& input_ids,
+                               std::optional<int64_t> pad_token_id, const std::string& model_class);
+
+/// A causal LM head's output: logits of `hidden` through `lm_head`, or through the token
+/// embedding `tied_embedding` when lm_head is null (tie_word_embeddings), and causal_lm_loss()
+/// when the batch carries "labels".
+ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_head,
+                             const at::Tensor& tied_embedding, const Batch& batch);
+
+/// A decoder classifier's output: `score` of last_non_pad_hidden(), and
+/// sequence_classification_loss() when the batch carries "labels".
+ModelOutput decoder_classification_output(const at::Tensor& hidden, torch::nn::Linear& score,
+                                          const Batch& batch, std::optional<int64_t> pad_token_id,
+                                          std::optional<std::string>& problem_type,
+                                          const std::string& model_class);
+
+}  // namespace ctrainer
