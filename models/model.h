@@ -48,6 +48,25 @@ class Model : public torch::nn::Module {
   /// Runs the model on a batch already on the model's device.
   virtual ModelOutput forward(const Batch& batch) = 0;
 
+  /// Whether the loss is a sum over label tokens that forward_with_num_items() divides by a
+  /// count it is given (HF's accepts_loss_kwargs with a num_items_in_batch-aware loss, e.g.
+  /// causal LMs): the Trainer then passes the label tokens of the whole accumulation window
+  /// (and, with average_tokens_across_devices, of every rank) instead of weighting each
+  /// micro-batch's mean by its share of the window's examples.
+  virtual bool accepts_loss_kwargs() const { return false; }
+
+  /// Whether the loss predicts label t+1 at position t (causal LMs), so that position 0 of
+  /// each row is never a target and the Trainer counts labels[..., 1:] (as transformers 5.24).
+  virtual bool loss_shifts_labels() const { return false; }
+
+  /// forward() whose loss is the sum over this batch's label tokens divided by
+  /// `num_items_in_batch` (HF's num_items_in_batch loss kwarg). Models that do not
+  /// accepts_loss_kwargs() ignore the count.
+  virtual ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) {
+    (void)num_items_in_batch;
+    return forward(batch);
+  }
+
   /// Floating-point operations of a forward+backward pass on `batch`, for state.total_flos.
   /// HF's estimate: 6 x tokens ("input_ids" elements) x non-embedding parameters; 0 when the
   /// batch has no "input_ids". Override for other model kinds.

@@ -42,15 +42,19 @@ at::Tensor sequence_classification_loss(const at::Tensor& logits, const at::Tens
   return F::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
 }
 
-at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels) {
+at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels,
+                          std::optional<int64_t> num_items_in_batch) {
   namespace F = torch::nn::functional;
   constexpr int64_t kIgnoreIndex = -100;
   const at::Tensor shifted =
       F::pad(labels.to(at::kLong), F::PadFuncOptions({0, 1}).value(kIgnoreIndex))
           .narrow(-1, 1, labels.size(-1));
-  return F::cross_entropy(logits.to(at::kFloat).reshape({-1, logits.size(-1)}),
-                          shifted.reshape({-1}),
-                          F::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex));
+  auto options = F::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex);
+  if (num_items_in_batch) options.reduction(torch::kSum);
+  at::Tensor loss = F::cross_entropy(logits.to(at::kFloat).reshape({-1, logits.size(-1)}),
+                                     shifted.reshape({-1}), options);
+  if (num_items_in_batch) loss = loss / static_cast<double>(*num_items_in_batch);
+  return loss;
 }
 
 at::Tensor last_non_pad_hidden(const at::Tensor& hidden, const at::Tensor& input_ids,
@@ -74,10 +78,12 @@ at::Tensor last_non_pad_hidden(const at::Tensor& hidden, const at::Tensor& input
 }
 
 ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_head,
-                             const at::Tensor& tied_embedding, const Batch& batch) {
+                             const at::Tensor& tied_embedding, const Batch& batch,
+                             std::optional<int64_t> num_items_in_batch) {
   ModelOutput out;
   out.logits = lm_head ? lm_head->forward(hidden) : at::linear(hidden, tied_embedding);
-  if (batch.contains("labels")) out.loss = causal_lm_loss(out.logits, batch.at("labels"));
+  if (batch.contains("labels"))
+    out.loss = causal_lm_loss(out.logits, batch.at("labels"), num_items_in_batch);
   return out;
 }
 

@@ -29,7 +29,7 @@ numeric_tests="accumulation_test bert_model_test bert_trainer_test callbacks_tes
   cuda_support_test cuda_test custom_trainer_test data_loader_test deepspeed_optimizers_test
   deepspeed_schedulers_test dropout_test eval_gather_test fused_adamw_test glue_metrics_test
   grad_scaler_test logging_test metrics_test optimizer_test precision_test progress_test
-  sampler_test step_profiler_test trainer_training_test"
+  sampler_test step_profiler_test token_level_loss_test trainer_training_test"
 while [ $# -gt 0 ]; do
   case "$1" in
     --all) all=1; shift ;;

@@ -15,6 +15,7 @@
 #include <ctrainer/trainer/callbacks/progress_callback.h>
 #include <ctrainer/trainer/callbacks/report_to.h>
 #include <ctrainer/trainer/evaluation/metrics_report.h>
+#include <ctrainer/trainer/loss/loss_items.h>
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/runtime/cpu_runtime.h>
 #include <ctrainer/trainer/runtime/device.h>
@@ -153,6 +154,10 @@ TrainOutput Trainer::train() {
   fire(&TrainerCallback::on_train_begin);
   // Last, so that nothing between the checkpoint's capture and the first step draws numbers.
   if (resume) checkpoints_->restore_rng(*resume);
+  input_tokens_ = InputTokenCounter(args_.include_num_input_tokens_seen);
+  input_tokens_.start(device_);
+  train_start_ = start;
+  initial_tokens_seen_ = state_.num_input_tokens_seen;
   std::optional<Preemption> preemption;
   if (args_.save_on_signal) preemption.emplace(*strategy_, device_);
 
@@ -181,7 +186,8 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
        first < batches && !control_.should_epoch_stop && !control_.should_training_stop;
        first += ga) {
     // The whole window is fetched first (HF's get_batch_samples) so that each micro-batch's
-    // loss can be weighted by its share of the window's examples.
+    // loss can be weighted by its share of the window's examples, or, for a token-level loss,
+    // divided by the window's label tokens.
     const int64_t window_size = std::min(ga, batches - first);
     profiler_.begin_step(state_.global_step + 1);
     std::vector<Batch> window;
@@ -193,6 +199,8 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
         window_items += window.back().size();
       }
     }
+    if (model_->accepts_loss_kwargs() && window.front().contains("labels"))
+      window_items = count_loss_items(window);
     for (int64_t i = 0; i < window_size; ++i) {
       const Batch& batch = window[static_cast<size_t>(i)];
       position_ = {epoch, first + i + 1};
@@ -201,6 +209,7 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
         control_.new_step();
         fire(&TrainerCallback::on_step_begin);
       }
+      input_tokens_.count(batch);
       tr_loss_.add_(training_step(*model_, batch, window_items).to(tr_loss_.scalar_type()));
       state_.total_flos += model_->floating_point_ops(batch);
       if (sync_gradients_) {
@@ -222,6 +231,17 @@ void Trainer::train_epoch(int64_t epoch, int64_t first_batch, const TrainingPlan
   if (!control_.should_training_stop) position_ = {epoch, batches};
   fire(&TrainerCallback::on_epoch_end);
   maybe_log_save_evaluate();
+}
+
+int64_t Trainer::count_loss_items(const std::vector<Batch>& window) {
+  const int64_t tokens = count_label_tokens(window, model_->loss_shifts_labels());
+  if (!args_.average_tokens_across_devices || strategy_->world_size() == 1) return tokens;
+  // A collective on every rank (all reach this point for every window), and one host
+  // synchronisation per optimizer step: the count is a plain integer for compute_loss.
+  const at::Tensor local = at::full({}, static_cast<double>(tokens),
+                                    at::TensorOptions().dtype(at::kDouble).device(device_));
+  return std::llround(strategy_->mean_across_processes(local).item<double>() *
+                      static_cast<double>(strategy_->world_size()));
 }
 
 void Trainer::apply_accumulated_gradients() {
@@ -326,6 +346,7 @@ TrainOutput Trainer::finish_training(std::chrono::steady_clock::time_point start
                                      const TrainingPlan& plan) {
   // Loss of steps after the last logging step still counts towards the mean training loss.
   total_loss_scalar_ += strategy_->mean_across_processes(tr_loss_).item<double>();
+  input_tokens_.add_pending_to(*strategy_, state_.num_input_tokens_seen);
   tr_loss_.zero_();
   const double train_loss =
       total_loss_scalar_ / std::max<double>(static_cast<double>(state_.global_step), 0.001);
@@ -345,6 +366,8 @@ TrainOutput Trainer::finish_training(std::chrono::steady_clock::time_point start
 
 void Trainer::log(nlohmann::json logs) {
   if (state_.epoch) logs["epoch"] = *state_.epoch;
+  if (args_.include_num_input_tokens_seen != InputTokensSeen::kNo)
+    logs["num_input_tokens_seen"] = state_.num_input_tokens_seen;
   nlohmann::json entry = logs;
   entry["step"] = state_.global_step;
   state_.log_history.push_back(entry);
@@ -359,6 +382,9 @@ void Trainer::write_training_args() const {
 }
 
 void Trainer::maybe_log_save_evaluate() {
+  // All ranks reach the same decisions, so the token count's reduction runs on all of them.
+  if (control_.should_log || control_.should_evaluate || control_.should_save)
+    input_tokens_.add_pending_to(*strategy_, state_.num_input_tokens_seen);
   if (control_.should_log && state_.global_step > globalstep_last_logged_) {
     // The only host synchronisations of the loop happen here, at logging steps.
     const double tr_loss = strategy_->mean_across_processes(tr_loss_).item<double>();
@@ -369,6 +395,13 @@ void Trainer::maybe_log_save_evaluate() {
     logs["learning_rate"] = step_learning_rate_.value_or(learning_rate());
     total_loss_scalar_ += tr_loss;
     globalstep_last_logged_ = state_.global_step;
+    if (input_tokens_.enabled()) {
+      // transformers' log(logs, start_time): this session's tokens per second with the runtime.
+      for (const auto& [key, value] :
+           speed_metrics("train", train_start_, std::nullopt, std::nullopt,
+                         static_cast<double>(state_.num_input_tokens_seen - initial_tokens_seen_)))
+        logs[key] = value;
+    }
     log(std::move(logs));
   }
   if (control_.should_evaluate) {

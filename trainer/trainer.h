@@ -25,6 +25,7 @@
 #include <ctrainer/trainer/data/data_loader.h>
 #include <ctrainer/trainer/data/dataset.h>
 #include <ctrainer/trainer/precision/precision.h>
+#include <ctrainer/trainer/runtime/input_token_counter.h>
 #include <ctrainer/trainer/runtime/step_profiler.h>
 #include <ctrainer/trainer/sharding/sharding_config.h>
 #include <ctrainer/trainer/trainer_state.h>
@@ -131,12 +132,17 @@ class Trainer {
       int64_t num_training_steps, std::shared_ptr<torch::optim::Optimizer> optimizer = nullptr);
   /// The loss of a batch on the device: the model's loss, or the label-smoothed loss of its
   /// logits when label_smoothing_factor > 0. Must return the mean over the batch's examples.
-  /// `num_items_in_batch` is the number of examples in the whole accumulation window.
+  /// `num_items_in_batch` is the number of examples in the whole accumulation window; for a
+  /// model that accepts_loss_kwargs() (causal LMs) it is HF's: the window's label tokens (of
+  /// every rank with average_tokens_across_devices), and the loss is the model's
+  /// forward_with_num_items() (this batch's token losses summed, divided by the count), times
+  /// the world size when the count covers every rank, as transformers computes it.
   virtual LossAndOutputs compute_loss(Model& model, const Batch& inputs,
                                       bool return_outputs = false,
                                       std::optional<int64_t> num_items_in_batch = std::nullopt);
   /// One micro-batch: moves it to the device, computes the loss, weights it by the batch's share
-  /// of the window's examples (so any accumulation window gives the large-batch gradient) and
+  /// of the window's examples (so any accumulation window gives the large-batch gradient; a
+  /// token-level loss is already normalised by the window's tokens and is not weighted) and
   /// runs backward. Returns the weighted loss, detached. An override that runs the model itself
   /// must call before_forward(model) first: under ZeRO-3 it gathers the parameters outside the
   /// wrapped units (they hold no memory otherwise).
@@ -248,6 +254,9 @@ class Trainer {
   /// The end of an accumulation window: unscale (skip on overflow), clip, optimizer step,
   /// scheduler step, zero the gradients, with HF's callbacks in between.
   void apply_accumulated_gradients();
+  /// HF's num_items_in_batch for a token-level loss: the window's label tokens
+  /// (count_label_tokens), summed over the ranks with average_tokens_across_devices.
+  int64_t count_loss_items(const std::vector<Batch>& window);
   /// The final loss and speed metrics, logged; fires on_train_end.
   TrainOutput finish_training(std::chrono::steady_clock::time_point start,
                               const TrainingPlan& plan);
@@ -290,6 +299,11 @@ class Trainer {
   std::optional<double> step_learning_rate_;
   double total_loss_scalar_ = 0;
   int64_t globalstep_last_logged_ = 0;
+  /// include_num_input_tokens_seen's count, the run's start and the count it started from (for
+  /// the logs' train_tokens_per_second, as transformers: this session's tokens only).
+  InputTokenCounter input_tokens_;
+  std::chrono::steady_clock::time_point train_start_{};
+  int64_t initial_tokens_seen_ = 0;
   /// Whether the current micro-batch ends an accumulation window (gradients are synchronised).
   bool sync_gradients_ = true;
   /// Where the loop is, saved in checkpoints so a resumed run continues with the next batch.

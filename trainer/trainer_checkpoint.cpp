@@ -16,6 +16,8 @@ CheckpointParts Trainer::checkpoint_parts() {
 }
 
 std::string Trainer::save_checkpoint() {
+  // Collective, as the loss below: trainer_state.json holds every rank's tokens so far.
+  input_tokens_.add_pending_to(*strategy_, state_.num_input_tokens_seen);
   if (is_new_best_) {
     state_.best_model_checkpoint = checkpoint_path(args_.output_dir, state_.global_step).string();
     is_new_best_ = false;

@@ -27,9 +27,9 @@ nlohmann::json TrainerState::to_json() const {
   out["is_local_process_zero"] = is_local_process_zero;
   out["is_world_process_zero"] = is_world_process_zero;
   out["stateful_callbacks"] = stateful_callbacks;
-  // Fields of features ctrainer does not have (token counting, hyperparameter search), with
-  // HF's defaults, so that the file has every key HF's TrainerState writes.
-  out["num_input_tokens_seen"] = 0;
+  out["num_input_tokens_seen"] = num_input_tokens_seen;
+  // Fields of features ctrainer does not have (hyperparameter search), with HF's defaults, so
+  // that the file has every key HF's TrainerState writes.
   out["is_hyper_param_search"] = false;
   out["trial_name"] = nullptr;
   out["trial_params"] = nullptr;
@@ -92,6 +92,9 @@ TrainerState TrainerState::from_json(const nlohmann::json& j) {
   read_field(j, "train_batch_size", s.train_batch_size);
   read_field(j, "num_train_epochs", s.num_train_epochs);
   read_field(j, "total_flos", s.total_flos);
+  // Written by every transformers version and by ctrainer; a file without it counted nothing.
+  if (j.contains("num_input_tokens_seen"))
+    read_field(j, "num_input_tokens_seen", s.num_input_tokens_seen);
   read_field(j, "log_history", s.log_history);
   read_optional(j, "best_metric", s.best_metric);
   read_optional(j, "best_global_step", s.best_global_step);

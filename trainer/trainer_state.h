@@ -23,6 +23,8 @@ struct TrainerState {
   int64_t train_batch_size = 0;
   int64_t num_train_epochs = 0;
   double total_flos = 0;
+  /// Input tokens of every rank so far (include_num_input_tokens_seen; 0 when it is "no").
+  int64_t num_input_tokens_seen = 0;
   /// Every dict passed to Trainer::log, with "step" (and "epoch" while training) added.
   std::vector<nlohmann::json> log_history;
   std::optional<double> best_metric;

@@ -125,8 +125,12 @@ double Trainer::learning_rate() const {
 // ---- one step ----------------------------------------------------------------------------------
 
 LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*return_outputs*/,
-                                     std::optional<int64_t> /*num_items_in_batch*/) {
+                                     std::optional<int64_t> num_items_in_batch) {
   if (args_.label_smoothing_factor != 0 && inputs.contains("labels")) {
+    if (model.loss_shifts_labels())
+      throw ArgumentError(
+          "--label_smoothing_factor: label smoothing of a causal language model's shifted "
+          "labels is not implemented; set it to 0");
     Batch without_labels = inputs;
     without_labels.erase("labels");
     ModelOutput out = model.forward(without_labels);
@@ -134,7 +138,9 @@ LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*r
         label_smoothed_loss(out.logits, inputs.at("labels"), args_.label_smoothing_factor);
     return {loss, std::move(out)};
   }
-  ModelOutput out = model.forward(inputs);
+  const bool token_level = num_items_in_batch && model.accepts_loss_kwargs();
+  ModelOutput out = token_level ? model.forward_with_num_items(inputs, *num_items_in_batch)
+                                : model.forward(inputs);
   if (!out.loss.defined()) {
     std::string keys;
     for (const auto& k : inputs.keys()) keys += (keys.empty() ? "" : ", ") + k;
@@ -143,6 +149,10 @@ LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*r
                              "Trainer::compute_loss");
   }
   at::Tensor loss = out.loss;
+  // The count covers every rank while each rank's gradients are averaged over the ranks:
+  // scaling by the world size makes the step's gradient the mean over all ranks' tokens.
+  if (token_level && args_.average_tokens_across_devices && strategy_->world_size() > 1)
+    loss = loss * static_cast<double>(strategy_->world_size());
   return {loss, std::move(out)};
 }
 
@@ -167,7 +177,10 @@ at::Tensor Trainer::training_step(Model& model, const Batch& inputs,
   // compute_loss returns the batch mean; weighting it by the batch's share of the window makes
   // the summed gradient the mean over all of the window's examples, even for a short window.
   // A window of one batch has share 1: skip the multiply (one autograd node less per step).
-  if (num_items_in_batch && *num_items_in_batch > 0 && *num_items_in_batch != batch_size)
+  // A token-level loss was already divided by the window's label tokens (count_loss_items).
+  const bool token_level = model.accepts_loss_kwargs() && inputs.contains("labels");
+  if (!token_level && num_items_in_batch && *num_items_in_batch > 0 &&
+      *num_items_in_batch != batch_size)
     loss = loss * (static_cast<double>(batch_size) / static_cast<double>(*num_items_in_batch));
   {
     auto timer = profiler_.measure(StepPhase::kBackward);

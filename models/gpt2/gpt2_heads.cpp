@@ -73,6 +73,12 @@ ModelOutput GPT2LMHeadModel::forward(const Batch& batch) {
                           batch);
 }
 
+ModelOutput GPT2LMHeadModel::forward_with_num_items(const Batch& batch,
+                                                    int64_t num_items_in_batch) {
+  return causal_lm_output(run_transformer(transformer, batch), lm_head, transformer->wte->weight,
+                          batch, num_items_in_batch);
+}
+
 GPT2ForSequenceClassification::GPT2ForSequenceClassification(const GPT2Config& config,
                                                              bool initialise_weights)
     : GPT2PreTrainedModel(config, "GPT2ForSequenceClassification") {

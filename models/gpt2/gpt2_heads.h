@@ -58,6 +58,11 @@ class GPT2LMHeadModel : public GPT2PreTrainedModel {
   /// ForCausalLMLoss: labels shifted left inside the model, cross-entropy in fp32, the mean over
   /// the tokens that are not ignored.
   ModelOutput forward(const Batch& batch) override;
+  /// The loss's sum over label tokens divided by `num_items_in_batch` (the Trainer's token-level
+  /// normalisation across an accumulation window and the ranks).
+  ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) override;
+  bool accepts_loss_kwargs() const override { return true; }
+  bool loss_shifts_labels() const override { return true; }
 
   /// The untied output projection; null when tied (the logits use transformer->wte's weight, one
   /// parameter, which HF's save_pretrained also writes once).

@@ -68,6 +68,12 @@ ModelOutput LlamaForCausalLM::forward(const Batch& batch) {
   return causal_lm_output(run_decoder(model, batch), lm_head, model->embed_tokens->weight, batch);
 }
 
+ModelOutput LlamaForCausalLM::forward_with_num_items(const Batch& batch,
+                                                     int64_t num_items_in_batch) {
+  return causal_lm_output(run_decoder(model, batch), lm_head, model->embed_tokens->weight, batch,
+                          num_items_in_batch);
+}
+
 LlamaForSequenceClassification::LlamaForSequenceClassification(const LlamaConfig& config,
                                                                bool initialise_weights)
     : LlamaPreTrainedModel(config, "LlamaForSequenceClassification") {

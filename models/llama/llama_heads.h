@@ -50,6 +50,11 @@ class LlamaForCausalLM : public LlamaPreTrainedModel {
   /// Batch: "input_ids" [B, T]; optional "attention_mask" and "labels" [B, T] (-100 = ignored).
   /// Logits [B, T, vocab_size]; the loss is transformers' ForCausalLMLoss (task_heads.h).
   ModelOutput forward(const Batch& batch) override;
+  /// The loss's sum over label tokens divided by `num_items_in_batch` (the Trainer's token-level
+  /// normalisation across an accumulation window and the ranks).
+  ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) override;
+  bool accepts_loss_kwargs() const override { return true; }
+  bool loss_shifts_labels() const override { return true; }
 
   /// The untied output projection; null when tied.
   torch::nn::Linear lm_head{nullptr};

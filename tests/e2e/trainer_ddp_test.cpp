@@ -213,6 +213,36 @@ INSTANTIATE_TEST_SUITE_P(WorldSizeAndAccumulation, TrainerDDPEquivalence,
                                   std::to_string(info.param.accum);
                          });
 
+// A token-level loss (a causal LM on sequences of ragged lengths, accumulation 2): 2 ranks x 4
+// train as one process with batches of 8 when the token count covers every rank
+// (average_tokens_across_devices, the default), and differently when each rank divides by its own.
+TEST(TrainerDDP, TokenLevelLossOverTheRanksMatchesOneProcess) {
+  const Args lm = {
+      "--causal_lm", "true", "--num_train_examples", "32", "--gradient_accumulation_steps", "2"};
+  auto run_job = [&](const std::string& name, int nproc, const Args& more) {
+    const fs::path dir = scratch(name);
+    Args flags = worker_args(dir, lm);
+    flags.insert(flags.end(), more.begin(), more.end());
+    flags.insert(flags.end(), {"--per_device_train_batch_size", std::to_string(8 / nproc)});
+    const JobResult job = nproc == 1 ? single_process(dir, flags) : launch(dir, nproc, flags);
+    EXPECT_EQ(job.exit_code, 0) << job.output;
+    return dir;
+  };
+  const fs::path single = run_job("lm_single", 1, {}), ddp = run_job("lm_ddp", 2, {}),
+                 per_rank = run_job("lm_per_rank", 2, {"--average_tokens_across_devices", "0"});
+  expect_ranks_bitwise_equal(ddp / "dump", 2, "");
+  const std::string reference = read_text_file(single / "dump/params.0.txt");
+  EXPECT_LE(max_parameter_difference(read_text_file(ddp / "dump/params.0.txt"), reference), 1e-5);
+  EXPECT_GT(max_parameter_difference(read_text_file(per_rank / "dump/params.0.txt"), reference),
+            1e-4);
+  const auto ddp_losses = logged_losses(ddp / "out"), single_losses = logged_losses(single / "out");
+  ASSERT_EQ(ddp_losses.size(), single_losses.size());
+  ASSERT_EQ(ddp_losses.size(), 2u);  // 2 windows of 2 x 8 per epoch, 2 epochs, every 2nd logged
+  for (size_t i = 0; i < ddp_losses.size(); ++i)
+    EXPECT_NEAR(ddp_losses[i], single_losses[i], 1e-5) << "logged loss " << i;
+  for (const auto& dir : {single, ddp, per_rank}) fs::remove_all(dir);
+}
+
 TEST(TrainerDDP, AnEvaluationSetSmallerThanTheWorldIsGatheredToo) {
   // 2 examples over 3 ranks: rank 2 evaluates nothing.
   const fs::path dir = scratch("tiny_eval");

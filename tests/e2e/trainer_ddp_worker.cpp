@@ -5,6 +5,8 @@
 //   params.<rank>.txt   the final parameters (hex floats, tests/support/parameter_text.h)
 //   eval.<rank>.json    evaluate()'s metrics, and predict()'s argmax predictions and labels
 //   scale.<rank>.txt    the loss scale after every optimizer step (with --loss_scaling)
+// With --causal_lm it trains a tiny Llama causal LM on sequences of ragged lengths instead (the
+// token-level loss tests) and writes only params.<rank>.txt.
 // Failure injection for the tests (only on the first attempt, TORCHELASTIC_RESTART_COUNT 0):
 //   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang|sigterm|hang_in_step
 //   --poison_at_step S --poison_rank R  (an inf in one gradient of rank R only, after the
@@ -26,10 +28,12 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/process_info.h>
+#include <ctrainer/models/llama/llama_heads.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/trainer.h>
 
+#include "support/decoder_batches.h"
 #include "support/parameter_dump.h"
 
 namespace {
@@ -48,6 +52,27 @@ std::shared_ptr<ctrainer::TensorDataset> make_mixture(int64_t n, uint64_t seed) 
   at::Tensor x = centers + at::randn({n, kFeatures}, gen, at::kFloat);
   return std::make_shared<ctrainer::TensorDataset>(
       std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
+}
+
+/// Token sequences of 2..8 tokens, right-padded to 8 (id 0, labels -100): the label tokens per
+/// example differ, so how a batch splits over micro-batches and ranks matters to a token-level
+/// loss.
+std::shared_ptr<ctrainer::TensorDataset> make_ragged_sequences(int64_t n, uint64_t seed) {
+  constexpr int64_t kLength = 8;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor ids = at::randint(1, 40, {n, kLength}, gen, at::kLong);
+  const at::Tensor lengths = at::randint(2, kLength + 1, {n}, gen, at::kLong);
+  const at::Tensor mask = at::arange(kLength, at::kLong).unsqueeze(0).lt(lengths.unsqueeze(1));
+  ids = ids.masked_fill(mask.logical_not(), 0);
+  return std::make_shared<ctrainer::TensorDataset>(
+      std::map<std::string, at::Tensor>{{"input_ids", ids},
+                                        {"attention_mask", mask.to(at::kLong)},
+                                        {"labels", ids.masked_fill(mask.logical_not(), -100)}});
+}
+
+std::shared_ptr<ctrainer::LlamaForCausalLM> make_tiny_llama() {
+  return std::make_shared<ctrainer::LlamaForCausalLM>(
+      ctrainer::LlamaConfig::from_json(ctrainer::testing::tiny_llama_json(), "tiny llama"));
 }
 
 ctrainer::Metrics accuracy(const ctrainer::EvalPrediction& p) {
@@ -69,6 +94,7 @@ struct WorkerOptions {
   bool loss_scaling = false;
   int64_t rank1_hidden_size = 0;
   double rank1_learning_rate = 0;
+  bool causal_lm = false;
 
   void register_flags(ctrainer::ArgumentParser& parser) {
     parser.add_option("num_train_examples", &num_train_examples, "Training examples.");
@@ -88,6 +114,7 @@ struct WorkerOptions {
     parser.add_option("loss_scaling", &loss_scaling, "Scale the loss (GradScaler defaults, fp32).");
     parser.add_option("rank1_hidden_size", &rank1_hidden_size, "Rank 1's hidden size (0: same).");
     parser.add_option("rank1_learning_rate", &rank1_learning_rate, "Rank 1's learning rate.");
+    parser.add_option("causal_lm", &causal_lm, "Train a tiny Llama on ragged token sequences.");
   }
 };
 
@@ -172,7 +199,22 @@ void write_json(const std::string& path, const nlohmann::json& value) {
   out << value.dump(2) << '\n';
 }
 
+/// --causal_lm: a tiny Llama (rank 0's initialisation on every rank) trained on ragged sequences.
+int run_causal_lm(const ctrainer::TrainingArguments& args, const WorkerOptions& options) {
+  const auto process = ctrainer::ProcessInfo::from_environment(args.local_rank);
+  torch::manual_seed(100 + static_cast<uint64_t>(process.rank));
+  auto model = make_tiny_llama();
+  Trainer trainer(model, args,
+                  {.train_dataset = make_ragged_sequences(options.num_train_examples, 5)});
+  trainer.train();
+  if (!options.dump_dir.empty())
+    ctrainer::testing::write_parameters(
+        *model, options.dump_dir + "/params." + std::to_string(process.rank) + ".txt");
+  return 0;
+}
+
 int run(ctrainer::TrainingArguments args, const WorkerOptions& options) {
+  if (options.causal_lm) return run_causal_lm(args, options);
   const auto process = ctrainer::ProcessInfo::from_environment(args.local_rank);
   if (process.rank == 1 && options.rank1_learning_rate > 0)
     args.learning_rate = options.rank1_learning_rate;

@@ -1,7 +1,9 @@
 #pragma once
-// A causal-LM batch shared by the decoder model tests: two rows, the second right-padded (id 0)
-// with its padding masked and its labels ignored (-100).
+// What the decoder model tests share: a causal-LM batch of two rows, the second right-padded
+// (id 0) with its padding masked and its labels ignored (-100), and a tiny Llama's config.json.
 #include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
 
 #include <ctrainer/core/batch.h>
 
@@ -13,6 +15,15 @@ inline Batch ragged_lm_batch() {
   batch["attention_mask"] = torch::tensor({{1, 1, 1, 1, 1}, {1, 1, 1, 0, 0}}, torch::kLong);
   batch["labels"] = torch::tensor({{3, 5, 7, 9, 11}, {4, 6, 8, -100, -100}}, torch::kLong);
   return batch;
+}
+
+/// config.json of a Llama small enough to train in tests: 2 layers 16 wide, grouped-query
+/// attention (4 heads, 2 key/value heads), 40 tokens, untied head.
+inline nlohmann::json tiny_llama_json() {
+  return {{"model_type", "llama"},    {"vocab_size", 40},
+          {"hidden_size", 16},        {"intermediate_size", 24},
+          {"num_hidden_layers", 2},   {"num_attention_heads", 4},
+          {"num_key_value_heads", 2}, {"max_position_embeddings", 16}};
 }
 
 }  // namespace ctrainer::testing

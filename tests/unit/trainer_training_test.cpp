@@ -292,5 +292,50 @@ TEST(TrainerTraining, FullDeterminismTurnsOnDeterministicAlgorithms) {
   at::globalContext().setDeterministicAlgorithms(false, false);  // global state: restore
 }
 
+// include_num_input_tokens_seen: every log entry and trainer_state.json count the input tokens
+// of all optimizer steps so far: every element of input_ids (all) or the attention mask's ones.
+TEST(TrainerTraining, IncludeNumInputTokensSeenCountsAllOrNonPaddingTokens) {
+  const int64_t n = 16, length = 5;
+  at::Tensor mask = at::zeros({n, length}, at::kLong);
+  for (int64_t i = 0; i < n; ++i) mask[i].narrow(0, 0, 1 + i % length).fill_(1);
+  auto data = std::make_shared<TensorDataset>(
+      std::map<std::string, at::Tensor>{{"x", at::randn({n, 2})},
+                                        {"labels", at::randn({n, 1})},
+                                        {"input_ids", at::ones({n, length}, at::kLong)},
+                                        {"attention_mask", mask}});
+  for (const InputTokensSeen mode :
+       {InputTokensSeen::kAll, InputTokensSeen::kNonPadding, InputTokensSeen::kNo}) {
+    auto args = quiet_args("tokens_seen");
+    args.per_device_train_batch_size = 4;
+    args.gradient_accumulation_steps = 2;
+    args.num_train_epochs = 2;
+    args.logging_steps = 1;
+    args.include_num_input_tokens_seen = mode;
+    Trainer trainer(std::make_shared<LinearRegression>(2, 1), args, {.train_dataset = data});
+    trainer.train();
+    const int64_t per_epoch =
+        mode == InputTokensSeen::kAll ? n * length : mask.sum().item<int64_t>();
+    const int64_t expected = mode == InputTokensSeen::kNo ? 0 : 2 * per_epoch;
+    EXPECT_EQ(trainer.state().num_input_tokens_seen, expected) << to_string(mode);
+    const auto& history = trainer.state().log_history;
+    ASSERT_EQ(history.size(), 5u);  // 4 steps + the final metrics
+    for (size_t k = 0; k < history.size(); ++k) {
+      if (mode == InputTokensSeen::kNo) {
+        EXPECT_FALSE(history[k].contains("num_input_tokens_seen"));
+        EXPECT_FALSE(history[k].contains("train_tokens_per_second"));
+        continue;
+      }
+      ASSERT_TRUE(history[k].contains("num_input_tokens_seen")) << k;
+      if (k < 4) EXPECT_TRUE(history[k].contains("train_tokens_per_second")) << k;
+    }
+    if (mode == InputTokensSeen::kAll)  // 8 examples of 5 tokens per step
+      for (size_t k = 0; k < 4; ++k)
+        EXPECT_EQ(history[k]["num_input_tokens_seen"].get<int64_t>(), 40 * (int64_t(k) + 1));
+    if (mode != InputTokensSeen::kNo)
+      EXPECT_EQ(history[4]["num_input_tokens_seen"].get<int64_t>(), expected);
+    EXPECT_EQ(trainer.state().to_json()["num_input_tokens_seen"].get<int64_t>(), expected);
+  }
+}
+
 }  // namespace
 }  // namespace ctrainer

@@ -493,5 +493,24 @@ TEST(ArgumentParserDeathTest, ParseArgsOrExit) {
   EXPECT_EXIT(run({"--seed", "3"}), ::testing::ExitedWithCode(7), "");
 }
 
+TEST(TrainingArgumentsParsing, IncludeNumInputTokensSeenTakesItsChoicesAndBooleans) {
+  EXPECT_EQ(parse_ok({}).include_num_input_tokens_seen, InputTokensSeen::kNo);
+  EXPECT_EQ(
+      parse_ok({"--include_num_input_tokens_seen", "non_padding"}).include_num_input_tokens_seen,
+      InputTokensSeen::kNonPadding);
+  EXPECT_EQ(parse_ok({"--include_num_input_tokens_seen", "True"}).include_num_input_tokens_seen,
+            InputTokensSeen::kAll);
+  EXPECT_EQ(parse_ok({"--include_num_input_tokens_seen", "0"}).include_num_input_tokens_seen,
+            InputTokensSeen::kNo);
+  // In a JSON config, as transformers maps a bool: true -> "all"; written back by name.
+  const TrainingArguments from_json =
+      parse_ok({write_file("tokens.json", R"({"include_num_input_tokens_seen": true})")});
+  EXPECT_EQ(from_json.include_num_input_tokens_seen, InputTokensSeen::kAll);
+  EXPECT_EQ(to_json(from_json).at("include_num_input_tokens_seen"), "all");
+  const std::string error = parse_error({"--include_num_input_tokens_seen", "some"});
+  for (const char* part : {"--include_num_input_tokens_seen", "non_padding", "some"})
+    EXPECT_NE(error.find(part), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace ctrainer

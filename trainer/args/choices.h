@@ -43,6 +43,9 @@ enum class SchedulerType {
   kCosineWarmupWithMinLr,
   kWarmupStableDecay,
 };
+/// HF's include_num_input_tokens_seen: which input tokens TrainerState::num_input_tokens_seen
+/// counts (true and false are spellings of kAll and kNo).
+enum class InputTokensSeen { kNo, kAll, kNonPadding };
 /// HF's trainer log levels (log_level, log_level_replica); kPassive keeps the library's
 /// verbosity.
 enum class LogLevel { kPassive, kDebug, kInfo, kWarning, kError, kCritical };
@@ -139,6 +142,16 @@ struct ChoiceTable<SchedulerType> : ChoiceTableDefaults {
   }};
   // Schedules driven by evaluation metrics, which the Trainer does not feed to a scheduler.
   static constexpr std::array<std::string_view, 2> kLater{"reduce_lr_on_plateau", "greedy"};
+};
+
+template <>
+struct ChoiceTable<InputTokensSeen> : ChoiceTableDefaults {
+  using E = InputTokensSeen;
+  static constexpr std::array<Choice<E>, 3> kChoices{{
+      {E::kNo, "no"},
+      {E::kAll, "all"},
+      {E::kNonPadding, "non_padding"},
+  }};
 };
 
 template <>

@@ -189,6 +189,26 @@ struct Codec<JsonObjectText> {
   static json encode(const JsonObjectText& v) { return json::parse(v.text); }
 };
 
+/// include_num_input_tokens_seen: one of its choices, or (as transformers maps them) a boolean,
+/// true for "all" and false for "no", spelled as the command line and JSON spell booleans.
+template <>
+struct Codec<InputTokensSeen> {
+  static constexpr OptionKind kKind = OptionKind::kEnum;
+  static std::vector<std::string> choices() { return choice_names<InputTokensSeen>(); }
+  static InputTokensSeen from_tokens(const std::vector<std::string>& tokens,
+                                     const std::string& flag) {
+    if (const std::optional<bool> value = parse_bool_literal(tokens.at(0)))
+      return *value ? InputTokensSeen::kAll : InputTokensSeen::kNo;
+    return parse_choice<InputTokensSeen>(tokens.at(0), flag);
+  }
+  static InputTokensSeen from_json(const json& j, const std::string& flag) {
+    if (j.is_boolean()) return j.get<bool>() ? InputTokensSeen::kAll : InputTokensSeen::kNo;
+    if (!j.is_string()) throw json_type_error("a string or a boolean", j);
+    return from_tokens({j.get<std::string>()}, flag);
+  }
+  static json encode(InputTokensSeen v) { return to_string(v); }
+};
+
 /// An enum of a closed set (args/choices.h): its ChoiceTable gives the accepted spellings, the
 /// choices --help lists and the JSON spelling, so no list of names is written twice. Reading
 /// needs the flag's name, which the errors carry (ChoiceError, NotSupportedYet).

@@ -48,6 +48,9 @@ struct TrainingArguments {
   /// Log every N optimizer steps (a value < 1 is a ratio of max_steps).
   double logging_steps = 500;
   bool logging_first_step = false;
+  /// Count the input tokens seen (TrainerState::num_input_tokens_seen, logged with every log
+  /// entry): all of input_ids, or those the attention_mask keeps (non_padding).
+  InputTokensSeen include_num_input_tokens_seen = InputTokensSeen::kNo;
   /// ctrainer's: time where optimizer steps 2..N+1 spend their time (data wait, forward,
   /// backward, clip, optimizer, communication, checkpoint, evaluation) and write
   /// output_dir/profile.json; 0 (the default) measures nothing.
@@ -170,6 +173,10 @@ struct TrainingArguments {
   std::optional<DdpBackend> ddp_backend;
   /// Seconds.
   int64_t ddp_timeout = 1800;
+  /// For a model with a token-level loss (Model::accepts_loss_kwargs: causal LMs), divide the
+  /// summed loss by the label tokens of every rank's accumulation window rather than of this
+  /// rank's, so that each token weighs the same whatever rank holds it (HF 5's default).
+  bool average_tokens_across_devices = true;
   std::optional<bool> ddp_find_unused_parameters;
   std::optional<int64_t> ddp_bucket_cap_mb;
   std::string fsdp;

@@ -66,6 +66,11 @@ std::vector<OptionSpec> build_training_args_options() {
         "Log every N optimizer steps with logging_strategy=steps; a value below 1 is a ratio of "
         "the total training steps.");
   t.add(&TA::logging_first_step, "logging_first_step", "Also log after the first optimizer step.");
+  t.add(&TA::include_num_input_tokens_seen, "include_num_input_tokens_seen",
+        "Count the input tokens seen into trainer_state.json's num_input_tokens_seen and every "
+        "log entry: all (the input_ids' elements; true), non_padding (the attention_mask's ones) "
+        "or no (false). The training logs then also carry train_runtime and "
+        "train_tokens_per_second, as transformers writes them.");
   t.add(&TA::profile_steps, "profile_steps",
         "ctrainer: time the phases of optimizer steps 2..N+1 (data wait, forward, backward, "
         "clip, optimizer, communication, checkpoint, evaluation), log them and write "
@@ -221,6 +226,10 @@ std::vector<OptionSpec> build_training_args_options() {
         "Distributed backend: gloo or nccl (multi-process runs only).");
   t.add(&TA::ddp_timeout, "ddp_timeout",
         "Timeout of the process-group operations, in seconds (multi-process runs only).");
+  t.add(&TA::average_tokens_across_devices, "average_tokens_across_devices",
+        "For token-level losses (causal language models): normalise by the label tokens of "
+        "every rank's accumulation window, not just this rank's (one all-reduce per optimizer "
+        "step); false divides by this rank's tokens.");
   t.add(&TA::ddp_find_unused_parameters, "ddp_find_unused_parameters",
         "find_unused_parameters of DistributedDataParallel (multi-process runs only).");
   t.add(&TA::ddp_bucket_cap_mb, "ddp_bucket_cap_mb",

@@ -26,9 +26,6 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
          "adam_beta1, adam_beta2, adam_epsilon, weight_decay"},
         {"optim_target_modules",
          "only for GaLore / APOLLO / LOMO optimizers, which ctrainer lacks"},
-        {"average_tokens_across_devices",
-         "token-count loss normalisation across devices (causal "
-         "language models) is not implemented"},
         {"activation_checkpointing", "use gradient_checkpointing (with FSDP too)"},
         {"activation_checkpointing_kwargs", "checkpointing keyword arguments are Python options"},
         {"gradient_checkpointing_kwargs",
@@ -46,7 +43,6 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
          "retrying with a smaller batch after running out of memory is "
          "not implemented"},
         {"logging_nan_inf_filter", "not implemented: every step's loss counts in the logged loss"},
-        {"include_num_input_tokens_seen", "counting input tokens is not implemented"},
         {"project", trackio},
         {"trackio_space_id", trackio},
         {"trackio_bucket_id", trackio},

@@ -8,8 +8,10 @@
 
 namespace ctrainer {
 
-/// {split}_runtime (s), {split}_samples_per_second and {split}_steps_per_second since `start`.
+/// {split}_runtime (s), {split}_samples_per_second, {split}_steps_per_second and
+/// {split}_tokens_per_second (of those given) since `start`.
 Metrics speed_metrics(const std::string& split, std::chrono::steady_clock::time_point start,
-                      std::optional<double> num_samples, std::optional<double> num_steps);
+                      std::optional<double> num_samples, std::optional<double> num_steps,
+                      std::optional<double> num_tokens = std::nullopt);
 
 }  // namespace ctrainer
