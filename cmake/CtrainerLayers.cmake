@@ -89,12 +89,38 @@ function(ctrainer_add_layer name)
   endif()
 endfunction()
 
+# Test programs (tests/ and the fuzz harnesses) compile at -Og: a test file's time goes into
+# optimising gtest's and torch's inline code, and -Og compiles it in about 60% of -O3's time
+# (tests/unit/training_args_parsing_test.cpp: 29 s -> 17 s). What they run stays fast: the
+# library they link and libtorch are -O3. They reuse a precompiled header of their own, made
+# with the same flags (one more 0.7 GB .gch, built once).
+set(CTRAINER_TEST_OPT_FLAGS -Og)
+function(ctrainer_test_pch_target)
+  if(TARGET ctrainer_test_pch)
+    return()
+  endif()
+  set(_stub "${PROJECT_BINARY_DIR}/test_pch/test_pch.cpp")
+  file(CONFIGURE OUTPUT "${_stub}" CONTENT "// Makes the test programs' precompiled header.\n")
+  add_library(ctrainer_test_pch STATIC "${_stub}")
+  target_link_libraries(ctrainer_test_pch PUBLIC ctrainer::ctrainer)
+  target_precompile_headers(ctrainer_test_pch PRIVATE "${PROJECT_SOURCE_DIR}/cmake/ctrainer_pch.h")
+  target_compile_options(ctrainer_test_pch PRIVATE ${CTRAINER_PCH_FLAGS} ${CTRAINER_TEST_OPT_FLAGS})
+  target_compile_definitions(ctrainer_test_pch PRIVATE ${CTRAINER_BOOST_DEFINITIONS})
+endfunction()
+
 # Programs and libraries above the layers: link everything and reuse the precompiled header.
+# In a folder that sets CTRAINER_TEST_PROGRAMS (tests/, fuzz/), the test programs' flags and PCH.
 function(ctrainer_link_and_reuse_pch name)
   target_link_libraries(${name} PUBLIC ctrainer::ctrainer)
   target_include_directories(${name} PRIVATE "${CTRAINER_BUILD_INCLUDE_DIR}")
-  target_precompile_headers(${name} REUSE_FROM ctrainer_core)
-  target_compile_options(${name} PRIVATE ${CTRAINER_PCH_FLAGS})
+  if(CTRAINER_TEST_PROGRAMS)
+    ctrainer_test_pch_target()
+    target_precompile_headers(${name} REUSE_FROM ctrainer_test_pch)
+    target_compile_options(${name} PRIVATE ${CTRAINER_PCH_FLAGS} ${CTRAINER_TEST_OPT_FLAGS})
+  else()
+    target_precompile_headers(${name} REUSE_FROM ctrainer_core)
+    target_compile_options(${name} PRIVATE ${CTRAINER_PCH_FLAGS})
+  endif()
   target_compile_definitions(${name} PRIVATE ${CTRAINER_BOOST_DEFINITIONS})
 endfunction()
 

@@ -6,7 +6,7 @@
 # or failing test fails the run.
 #
 # Usage: scripts/sanitize.sh [--all] [--build-dir DIR] [--jobs J] [--no-build] [TEST...]
-#   TEST          names of tests/unit/<name>_test.cpp (default: all but the numeric ones below)
+#   TEST          names of tests/unit/<name>_test.cpp (default: the make test set below)
 #   --all         every tests/unit program (`make sanitize`)
 #   --build-dir   the clang build folder (default: build-fuzz in the checkout, ignored by git)
 #   --jobs J      compile jobs and test programs run at once (default: nproc)
@@ -20,16 +20,16 @@ jobs="$(nproc)"
 do_build=1
 all=0
 tests=()
-# Left out by default (make test): programs that test tensor arithmetic and training loops
-# (optimizers, schedules, precision, the Trainer's steps, metrics). What they exercise under the
-# sanitizers is libtorch's kernels rather than our handling of bytes, files, memory and threads,
-# and they are the slowest to compile and run instrumented: leaving them to `make sanitize`
-# keeps a cold `make test` under 45 minutes. Everything else, and any new test, is sanitized.
-numeric_tests="accumulation_test bert_model_test bert_trainer_test callbacks_test cpu_runtime_test
-  cuda_support_test cuda_test custom_trainer_test data_loader_test deepspeed_optimizers_test
-  deepspeed_schedulers_test dropout_test eval_gather_test fused_adamw_test glue_metrics_test
-  grad_scaler_test logging_test metrics_test optimizer_test precision_test progress_test
-  sampler_test step_profiler_test token_level_loss_test trainer_training_test"
+# The default set (make test): the programs whose subject is bytes, files, memory, threads and
+# signals that no fuzz target reaches (checkpoint files, write faults, malformed and unreadable
+# safetensors, Unicode in the tokenizer pipeline, the tokenized cache, untrusted paths, signal
+# handling, process-group sockets). The fuzz targets, which make test runs next from the same
+# build, cover the other parsers under the same sanitizers. The rest (tensor arithmetic and
+# training loops, where the instrumented code is mostly libtorch's) runs in `make sanitize`:
+# compiling every program instrumented would add about 10 minutes to a cold make test.
+default_tests="checkpoint_manager_test write_faults_test safetensors_malformed_test
+  safetensors_io_errors_test tokenizer_pipeline_test tokenized_dataset_test untrusted_paths_test
+  signal_guard_test process_group_test sentencepiece_model_test"
 while [ $# -gt 0 ]; do
   case "$1" in
     --all) all=1; shift ;;
@@ -41,16 +41,15 @@ while [ $# -gt 0 ]; do
     *) tests+=("$1"); shift ;;
   esac
 done
-for t in $numeric_tests; do  # a renamed test must not drop out of both lists unnoticed
-  [ -f "tests/unit/$t.cpp" ] || { echo "sanitize.sh: numeric_tests names no tests/unit/$t.cpp" >&2; exit 2; }
+for t in $default_tests; do  # a renamed test must not drop out of the default set unnoticed
+  [ -f "tests/unit/$t.cpp" ] || { echo "sanitize.sh: default_tests names no tests/unit/$t.cpp" >&2; exit 2; }
 done
 if [ ${#tests[@]} -eq 0 ]; then
-  for f in tests/unit/*_test.cpp; do
-    t="$(basename "$f" .cpp)"
-    if [ "$all" -eq 1 ] || [[ " $(echo $numeric_tests) " != *" $t "* ]]; then
-      tests+=("$t")
-    fi
-  done
+  if [ "$all" -eq 1 ]; then
+    for f in tests/unit/*_test.cpp; do tests+=("$(basename "$f" .cpp)"); done
+  else
+    read -r -a tests <<< "$(echo $default_tests)"
+  fi
 else
   for i in "${!tests[@]}"; do tests[$i]="${tests[$i]%_test}_test"; done
 fi
