@@ -221,7 +221,9 @@ std::pair<std::string, std::optional<std::string>> read_line(const std::string& 
 /// Appends `value` as JSON on one line with ", " between items (invalid UTF-8 in a string shown
 /// as U+FFFD). Typed, without building a json value: the parity tests print about 100,000
 /// encodings, and the generic path spent most of the program's time allocating.
-void append_json(std::string& out, int64_t value) { out += std::to_string(value); }
+void append_json(std::string& out, int64_t value) {
+  out += std::to_string(value);
+}
 
 void append_json(std::string& out, const std::string& value) {
   // Printable ASCII other than '"' and '\\' is printed as is, as nlohmann's dump would.
