@@ -274,12 +274,8 @@ class FsdpParser {
       fail("transformer_layer_cls_to_wrap",
            "must be a class name or a list of them, got " + classes.dump());
     } else {
-      // transformers falls back on the model's _no_split_modules, which ctrainer's models do
-      // not declare. Units change memory use, never results.
-      logging::logger()->info(
-          "{}: no transformer_layer_cls_to_wrap, so the whole model is one FSDP unit; name the "
-          "layer class (e.g. \"BertLayer\") for one unit per layer",
-          source_);
+      // accelerate falls back on the model's _no_split_modules (the Trainer resolves them).
+      o.wrap_model_layers = true;
     }
   }
 

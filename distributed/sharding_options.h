@@ -61,6 +61,11 @@ struct ShardingOptions {
   /// Stage 3 auto-wrap by size: a module whose parameters not yet in a unit number at least this
   /// many becomes a unit (fsdp_min_num_params; 0 = off).
   int64_t wrap_min_num_params = 0;
+  /// Stage 3 with neither of the above: the units are the modules of the classes the model
+  /// declares (Model::no_split_modules, transformers' _no_split_modules, e.g. "LlamaDecoderLayer"),
+  /// as accelerate's TRANSFORMER_BASED_WRAP picks them without transformer_cls_names_to_wrap.
+  /// The Trainer fills wrap_layer_classes from the model (strategy_factory.cpp).
+  bool wrap_model_layers = false;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
   /// Stage 3: all-gather the next unit while the current one runs forward (FSDP forward_prefetch).
   bool forward_prefetch = false;

@@ -79,6 +79,11 @@ class Model : public torch::nn::Module {
   /// Number of parameters, optionally without those of embedding layers.
   int64_t num_parameters(bool exclude_embeddings = false) const;
 
+  /// Class names of the repeated blocks that must stay whole (HF's _no_split_modules, e.g.
+  /// {"LlamaDecoderLayer"}): ZeRO-3 and FSDP full_shard make one unit of each module of these
+  /// classes when the configuration names none. The classes must declare a ForwardHookPoint.
+  virtual std::vector<std::string> no_split_modules() const { return {}; }
+
   /// Whether gradient_checkpointing_enable() works (HF supports_gradient_checkpointing).
   virtual bool supports_gradient_checkpointing() const { return false; }
 

@@ -14,6 +14,7 @@
 #include <ctrainer/core/json_file.h>
 #include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/safetensors.h>
+#include <ctrainer/integrations/safetensors_index.h>
 
 namespace ctrainer {
 namespace fs = std::filesystem;
@@ -57,6 +58,23 @@ std::map<std::string, at::Tensor> module_state_dict(const torch::nn::Module& mod
     out[item.key()] = item.value().detach();
   for (const auto& item : module.named_buffers(/*recurse=*/true))
     out[item.key()] = item.value().detach();
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(
+    const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  // By hand rather than named_modules(), which needs the root module held by a shared_ptr.
+  std::function<void(const torch::nn::Module&, const std::string&)> visit =
+      [&](const torch::nn::Module& current, const std::string& prefix) {
+        for (const auto& parameter : current.named_parameters(/*recurse=*/false))
+          out.emplace_back(prefix + parameter.key(), parameter.value().detach());
+        for (const auto& buffer : current.named_buffers(/*recurse=*/false))
+          out.emplace_back(prefix + buffer.key(), buffer.value().detach());
+        for (const auto& child : current.named_children())
+          visit(*child.value(), prefix + child.key() + ".");
+      };
+  visit(module, "");
   return out;
 }
 
@@ -173,29 +191,36 @@ std::vector<std::string> weight_load_warnings(const WeightLoadReport& report,
 
 WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::string& path,
                                          const WeightLoadOptions& options) {
+  // As transformers: a folder's model.safetensors first, then a sharded checkpoint's index.
   fs::path file = path;
   if (fs::is_directory(file)) {
     file /= kWeightsFile;
+    if (!fs::exists(file) && fs::exists(fs::path(path) / kSafetensorsIndexFile))
+      file = fs::path(path) / kSafetensorsIndexFile;
     if (!fs::exists(file)) {
-      for (const char* other : {"pytorch_model.bin", "tf_model.h5", "model.safetensors.index.json"})
+      for (const char* other : {"pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5"})
         if (fs::exists(fs::path(path) / other))
           throw ArgumentError("model folder " + path + " has " + other + " but no " + kWeightsFile +
-                              "; only single-file safetensors weights can be "
-                              "read: convert it in Python with model.save_pretrained(dir, "
-                              "safe_serialization=True, max_shard_size=\"100GB\")");
-      throw ArgumentError("model folder " + path + " has no " + kWeightsFile);
+                              " or " + kSafetensorsIndexFile +
+                              "; only safetensors weights can be read: convert it in Python "
+                              "with model.save_pretrained(dir, safe_serialization=True)");
+      throw ArgumentError("model folder " + path + " has no " + kWeightsFile + " and no " +
+                          kSafetensorsIndexFile);
     }
   } else if (!fs::exists(file)) {
     throw ArgumentError("model weights " + path + " do not exist");
   }
-  SafetensorsFile weights;
+  std::map<std::string, at::Tensor> tensors;
   try {
-    weights = load_safetensors(file.string());
+    if (file.filename() == kSafetensorsIndexFile)
+      tensors = load_safetensors_shards(file);
+    else
+      tensors = load_safetensors(file.string()).tensors;
   } catch (const SafetensorsError& e) {
     throw ArgumentError(e.what());
   }
   const std::string source = fs::path(path).string();
-  WeightLoadReport report = load_state_dict(module, weights.tensors, options, source);
+  WeightLoadReport report = load_state_dict(module, tensors, options, source);
   for (const auto& message : weight_load_warnings(report, options, source))
     logging::logger()->warn("{}", message);
   if (report.missing_keys.empty() && report.unexpected_keys.empty() &&
@@ -206,12 +231,14 @@ WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::s
   return report;
 }
 
-void save_pretrained(const Model& model, const std::string& dir, const std::string& architecture) {
+void save_pretrained(const Model& model, const std::string& dir, const std::string& architecture,
+                     std::int64_t max_shard_bytes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create model folder " + dir + ": " + ec.message());
-  save_safetensors((fs::path(dir) / kWeightsFile).string(), module_state_dict(model),
-                   {{"format", "pt"}});
+  std::int64_t parameters = 0;
+  for (const at::Tensor& parameter : model.parameters()) parameters += parameter.numel();
+  save_safetensors_shards(dir, ordered_state_dict(model), max_shard_bytes, parameters);
   if (auto config = model.config()) {
     if (!architecture.empty()) (*config)["architectures"] = nlohmann::json::array({architecture});
     write_json_file(fs::path(dir) / kConfigFile, *config);

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include <ctrainer/integrations/safetensors_index.h>
 #include <ctrainer/models/model.h>
 
 namespace ctrainer {
@@ -52,6 +53,10 @@ struct WeightLoadReport {
 /// Parameters and buffers by their hierarchical names (the HF state_dict keys), detached.
 std::map<std::string, at::Tensor> module_state_dict(const torch::nn::Module& module);
 
+/// module_state_dict() in torch's state_dict order (each module's parameters, then its buffers,
+/// modules in pre-order): the order transformers splits shards in.
+std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(const torch::nn::Module& module);
+
 /// Copies `checkpoint` into the module's parameters and buffers (converting dtype and device).
 /// Shape mismatches throw ArgumentError listing every mismatched key with both shapes (HF's
 /// "size mismatch for K: copying a param with shape [..] from checkpoint, the shape in current
@@ -69,7 +74,8 @@ std::vector<std::string> weight_load_warnings(const WeightLoadReport& report,
                                               const WeightLoadOptions& options,
                                               const std::string& source);
 
-/// Reads `path` (a .safetensors file, or a folder holding model.safetensors), loads it with
+/// Reads `path` (a .safetensors file, a model.safetensors.index.json with its shards, or a folder
+/// holding model.safetensors or else a sharded checkpoint's index), loads it with
 /// load_state_dict() and logs weight_load_warnings() as warnings on the ctrainer logger. A folder
 /// with only pytorch_model.bin / tf_model.h5 gets an ArgumentError saying to convert it.
 WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::string& path,
@@ -106,9 +112,11 @@ std::shared_ptr<Head> load_pretrained_head(const Config& config, const std::stri
 }
 
 /// HF save_pretrained: creates `dir` and writes model.safetensors (the state dict, metadata
-/// format "pt") and, when the model has one, config.json (with "architectures" set to
-/// `architecture` when that is not empty).
+/// format "pt"), or, past `max_shard_bytes`, shards and model.safetensors.index.json as
+/// transformers splits them (save_safetensors_shards), and, when the model has one, config.json
+/// (with "architectures" set to `architecture` when that is not empty).
 void save_pretrained(const Model& model, const std::string& dir,
-                     const std::string& architecture = "");
+                     const std::string& architecture = "",
+                     std::int64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 }  // namespace ctrainer

@@ -25,6 +25,7 @@ class GPT2PreTrainedModel : public Model {
  public:
   std::optional<nlohmann::json> config() const override;
   const GPT2Config& gpt2_config() const { return config_; }
+  std::vector<std::string> no_split_modules() const override { return {"GPT2Block"}; }
   bool supports_gradient_checkpointing() const override { return true; }
   void gradient_checkpointing_enable(bool enable = true) override {
     transformer->set_gradient_checkpointing(enable);

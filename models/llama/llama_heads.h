@@ -24,6 +24,7 @@ class LlamaPreTrainedModel : public Model {
  public:
   std::optional<nlohmann::json> config() const override;
   const LlamaConfig& llama_config() const { return config_; }
+  std::vector<std::string> no_split_modules() const override { return {"LlamaDecoderLayer"}; }
   bool supports_gradient_checkpointing() const override { return true; }
   void gradient_checkpointing_enable(bool enable = true) override {
     model->set_gradient_checkpointing(enable);

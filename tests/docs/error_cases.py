@@ -478,6 +478,18 @@ def cases():
              ["$GLUE_DATA", "--model_name_or_path", "model"],
              files={k: v for k, v in model_folder(raw("", b"")).items()
                     if "safetensors" not in k}),
+        Case("a model.safetensors.index.json naming a shard outside the folder",
+             ["$GLUE_DATA", "--model_name_or_path", "model"],
+             files={**{k: v for k, v in model_folder(raw("", b"")).items()
+                       if "safetensors" not in k},
+                    "model/model.safetensors.index.json": json.dumps(
+                        {"weight_map": {"classifier.bias": "../model-00001-of-00001.safetensors"}})}),
+        Case("a model.safetensors.index.json naming a missing shard",
+             ["$GLUE_DATA", "--model_name_or_path", "model"],
+             files={**{k: v for k, v in model_folder(raw("", b"")).items()
+                       if "safetensors" not in k},
+                    "model/model.safetensors.index.json": json.dumps(
+                        {"weight_map": {"classifier.bias": "model-00001-of-00002.safetensors"}})}),
         Case("a 2-byte file", ["$GLUE_DATA", "--model_name_or_path", "model"],
              files=model_folder(raw("2 bytes: `01 02`", b"\x01\x02"))),
         Case("a header length of 10^15 bytes", ["$GLUE_DATA", "--model_name_or_path", "model"],

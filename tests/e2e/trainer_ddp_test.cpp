@@ -24,121 +24,13 @@
 
 #include "support/parameter_text.h"
 #include "support/process.h"
+#include "trainer_ddp_jobs.h"
 
 namespace {
 namespace fs = std::filesystem;
 using ctrainer::testing::parse_parameters;
 using ctrainer::testing::read_text_file;
-
-using Args = std::vector<std::string>;
-
-/// A fresh scratch folder for one test run.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("ctrainer_trainer_ddp_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir / "dump");
-  return dir;
-}
-
-/// The worker's flags for a short, deterministic SGD run that dumps its results.
-Args worker_args(const fs::path& dir, const Args& extra) {
-  Args args = {"--output_dir",
-               (dir / "out").string(),
-               "--dump_dir",
-               (dir / "dump").string(),
-               "--do_train",
-               "--optim",
-               "sgd",
-               "--learning_rate",
-               "0.2",
-               "--num_train_epochs",
-               "2",
-               "--logging_steps",
-               "2",
-               "--save_strategy",
-               "no",
-               "--report_to",
-               "none",
-               "--disable_tqdm",
-               "true",
-               "--ddp_timeout",
-               "60"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-struct JobResult {
-  int exit_code = -1;
-  std::string output;  ///< the launcher's stdout and stderr
-  double seconds = 0;
-};
-
-/// `ctrainer-run --standalone --nproc-per-node N [launcher flags] worker [worker flags]`.
-JobResult launch(const fs::path& dir, int nproc, const Args& worker_flags,
-                 const Args& launcher_flags = {}) {
-  Args argv = {CTRAINER_RUN_BINARY, "--standalone", "--nproc-per-node", std::to_string(nproc)};
-  argv.insert(argv.end(), launcher_flags.begin(), launcher_flags.end());
-  argv.push_back(CTRAINER_TRAINER_DDP_WORKER);
-  argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
-  const auto start = std::chrono::steady_clock::now();
-  JobResult run;
-  run.exit_code = ctrainer::testing::wait_for(
-      ctrainer::testing::spawn_process(argv, dir / "launcher.log", dir / "launcher.log"));
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.output = read_text_file(dir / "launcher.log");
-  return run;
-}
-
-/// The worker as one process, without a launcher.
-JobResult single_process(const fs::path& dir, const Args& worker_flags) {
-  Args argv = {CTRAINER_TRAINER_DDP_WORKER};
-  argv.insert(argv.end(), worker_flags.begin(), worker_flags.end());
-  JobResult run;
-  run.exit_code = ctrainer::testing::wait_for(
-      ctrainer::testing::spawn_process(argv, dir / "single.log", dir / "single.log"));
-  run.output = read_text_file(dir / "single.log");
-  return run;
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json();
-  return nlohmann::json::parse(in);
-}
-
-/// The logged training losses of trainer_log.jsonl (written by the main process).
-std::vector<double> logged_losses(const fs::path& output_dir) {
-  std::vector<double> losses;
-  std::ifstream in(output_dir / "trainer_log.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto entry = nlohmann::json::parse(line);
-    if (entry.contains("loss")) losses.push_back(entry["loss"].get<double>());
-  }
-  return losses;
-}
-
-void expect_ranks_bitwise_equal(const fs::path& dump, int nproc, const std::string& output) {
-  const std::string rank0 = read_text_file(dump / "params.0.txt");
-  ASSERT_FALSE(rank0.empty()) << output;
-  for (int rank = 1; rank < nproc; ++rank)
-    EXPECT_EQ(read_text_file(dump / ("params." + std::to_string(rank) + ".txt")), rank0)
-        << "rank " << rank << "'s parameters differ from rank 0's";
-}
-
-double max_parameter_difference(const std::string& a, const std::string& b) {
-  const auto pa = parse_parameters(a), pb = parse_parameters(b);
-  EXPECT_EQ(pa.size(), pb.size());
-  double diff = 0;
-  for (const auto& [name, values] : pa) {
-    EXPECT_TRUE(pb.count(name)) << name;
-    if (!pb.count(name)) continue;
-    EXPECT_EQ(values.size(), pb.at(name).size()) << name;
-    for (size_t i = 0; i < values.size() && i < pb.at(name).size(); ++i)
-      diff = std::max(diff, std::abs(values[i] - pb.at(name)[i]));
-  }
-  return diff;
-}
+using namespace ctrainer::testing::trainer_ddp;
 
 // ---- equivalence with one process ---------------------------------------------------------
 
@@ -212,36 +104,6 @@ INSTANTIATE_TEST_SUITE_P(WorldSizeAndAccumulation, TrainerDDPEquivalence,
                            return "N" + std::to_string(info.param.nproc) + "_accum" +
                                   std::to_string(info.param.accum);
                          });
-
-// A token-level loss (a causal LM on sequences of ragged lengths, accumulation 2): 2 ranks x 4
-// train as one process with batches of 8 when the token count covers every rank
-// (average_tokens_across_devices, the default), and differently when each rank divides by its own.
-TEST(TrainerDDP, TokenLevelLossOverTheRanksMatchesOneProcess) {
-  const Args lm = {
-      "--causal_lm", "true", "--num_train_examples", "32", "--gradient_accumulation_steps", "2"};
-  auto run_job = [&](const std::string& name, int nproc, const Args& more) {
-    const fs::path dir = scratch(name);
-    Args flags = worker_args(dir, lm);
-    flags.insert(flags.end(), more.begin(), more.end());
-    flags.insert(flags.end(), {"--per_device_train_batch_size", std::to_string(8 / nproc)});
-    const JobResult job = nproc == 1 ? single_process(dir, flags) : launch(dir, nproc, flags);
-    EXPECT_EQ(job.exit_code, 0) << job.output;
-    return dir;
-  };
-  const fs::path single = run_job("lm_single", 1, {}), ddp = run_job("lm_ddp", 2, {}),
-                 per_rank = run_job("lm_per_rank", 2, {"--average_tokens_across_devices", "0"});
-  expect_ranks_bitwise_equal(ddp / "dump", 2, "");
-  const std::string reference = read_text_file(single / "dump/params.0.txt");
-  EXPECT_LE(max_parameter_difference(read_text_file(ddp / "dump/params.0.txt"), reference), 1e-5);
-  EXPECT_GT(max_parameter_difference(read_text_file(per_rank / "dump/params.0.txt"), reference),
-            1e-4);
-  const auto ddp_losses = logged_losses(ddp / "out"), single_losses = logged_losses(single / "out");
-  ASSERT_EQ(ddp_losses.size(), single_losses.size());
-  ASSERT_EQ(ddp_losses.size(), 2u);  // 2 windows of 2 x 8 per epoch, 2 epochs, every 2nd logged
-  for (size_t i = 0; i < ddp_losses.size(); ++i)
-    EXPECT_NEAR(ddp_losses[i], single_losses[i], 1e-5) << "logged loss " << i;
-  for (const auto& dir : {single, ddp, per_rank}) fs::remove_all(dir);
-}
 
 TEST(TrainerDDP, AnEvaluationSetSmallerThanTheWorldIsGatheredToo) {
   // 2 examples over 3 ranks: rank 2 evaluates nothing.

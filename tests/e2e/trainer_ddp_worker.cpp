@@ -1,12 +1,14 @@
-// A Trainer program for the multi-process tests (tests/e2e/trainer_ddp_test.cpp), started by
+// A Trainer program for the multi-process tests (tests/e2e/trainer_ddp{,_lm}_test.cpp), started by
 // ctrainer-run or directly with torchrun's environment. It trains an MLP on a fixed, overlapping
 // three-class Gaussian mixture with every TrainingArguments flag available, then evaluates, and
 // writes under --dump_dir:
 //   params.<rank>.txt   the final parameters (hex floats, tests/support/parameter_text.h)
 //   eval.<rank>.json    evaluate()'s metrics, and predict()'s argmax predictions and labels
 //   scale.<rank>.txt    the loss scale after every optimizer step (with --loss_scaling)
-// With --causal_lm it trains a tiny Llama causal LM on sequences of ragged lengths instead (the
-// token-level loss tests) and writes only params.<rank>.txt.
+// With --causal_lm it trains a tiny causal LM (--causal_lm_family llama or gpt2) on sequences of
+// ragged lengths instead (the token-level loss and decoder sharding tests) and writes only
+// params.<rank>.txt, the saved model (dump_dir/model/) and, from rank 0, that model's parameters
+// read back (saved_params.txt).
 // Failure injection for the tests (only on the first attempt, TORCHELASTIC_RESTART_COUNT 0):
 //   --crash_at_step S --crash_rank R --crash_mode exit|kill|hang|sigterm|hang_in_step
 //   --poison_at_step S --poison_rank R  (an inf in one gradient of rank R only, after the
@@ -28,7 +30,8 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/process_info.h>
-#include <ctrainer/models/llama/llama_heads.h>
+#include <ctrainer/models/pretrained_weights.h>
+#include <ctrainer/models/registry/model_registry.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/trainer.h>
@@ -70,9 +73,15 @@ std::shared_ptr<ctrainer::TensorDataset> make_ragged_sequences(int64_t n, uint64
                                         {"labels", ids.masked_fill(mask.logical_not(), -100)}});
 }
 
-std::shared_ptr<ctrainer::LlamaForCausalLM> make_tiny_llama() {
-  return std::make_shared<ctrainer::LlamaForCausalLM>(
-      ctrainer::LlamaConfig::from_json(ctrainer::testing::tiny_llama_json(), "tiny llama"));
+/// A tiny causal LM of `family` (llama or gpt2) through the model registry.
+std::shared_ptr<ctrainer::Model> make_tiny_lm(const std::string& family) {
+  if (family != "llama" && family != "gpt2")
+    throw ctrainer::ArgumentError("--causal_lm_family " + family + ": use llama or gpt2");
+  const auto config =
+      ctrainer::AutoConfig::from_json(family == "llama" ? ctrainer::testing::tiny_llama_json()
+                                                        : ctrainer::testing::tiny_gpt2_json(),
+                                      "tiny " + family);
+  return ctrainer::AutoModel::from_config(*config, ctrainer::ModelTask::kCausalLM);
 }
 
 ctrainer::Metrics accuracy(const ctrainer::EvalPrediction& p) {
@@ -95,6 +104,8 @@ struct WorkerOptions {
   int64_t rank1_hidden_size = 0;
   double rank1_learning_rate = 0;
   bool causal_lm = false;
+  std::string causal_lm_family = "llama";
+  bool dump_params = true;
 
   void register_flags(ctrainer::ArgumentParser& parser) {
     parser.add_option("num_train_examples", &num_train_examples, "Training examples.");
@@ -114,7 +125,11 @@ struct WorkerOptions {
     parser.add_option("loss_scaling", &loss_scaling, "Scale the loss (GradScaler defaults, fp32).");
     parser.add_option("rank1_hidden_size", &rank1_hidden_size, "Rank 1's hidden size (0: same).");
     parser.add_option("rank1_learning_rate", &rank1_learning_rate, "Rank 1's learning rate.");
-    parser.add_option("causal_lm", &causal_lm, "Train a tiny Llama on ragged token sequences.");
+    parser.add_option("causal_lm", &causal_lm, "Train a tiny causal LM on ragged token sequences.");
+    parser.add_option("causal_lm_family", &causal_lm_family, "llama or gpt2 (with --causal_lm).");
+    parser.add_option("dump_params", &dump_params,
+                      "With --causal_lm: write params.<rank>.txt (off for stage-3 sharding, "
+                      "whose ranks hold shards; dump_dir/model/ has the saved model).");
   }
 };
 
@@ -199,15 +214,24 @@ void write_json(const std::string& path, const nlohmann::json& value) {
   out << value.dump(2) << '\n';
 }
 
-/// --causal_lm: a tiny Llama (rank 0's initialisation on every rank) trained on ragged sequences.
+/// --causal_lm: a tiny Llama or GPT-2 (rank 0's initialisation on every rank) trained on ragged
+/// sequences.
 int run_causal_lm(const ctrainer::TrainingArguments& args, const WorkerOptions& options) {
   const auto process = ctrainer::ProcessInfo::from_environment(args.local_rank);
   torch::manual_seed(100 + static_cast<uint64_t>(process.rank));
-  auto model = make_tiny_llama();
+  auto model = make_tiny_lm(options.causal_lm_family);
   Trainer trainer(model, args,
                   {.train_dataset = make_ragged_sequences(options.num_train_examples, 5)});
   trainer.train();
-  if (!options.dump_dir.empty())
+  if (options.dump_dir.empty()) return 0;
+  trainer.save_model(options.dump_dir + "/model");
+  if (process.rank == 0) {  // what the saved folder holds, read back: any strategy's final model
+    auto saved = make_tiny_lm(options.causal_lm_family);
+    ctrainer::load_pretrained_weights(*saved, options.dump_dir + "/model",
+                                      ctrainer::WeightLoadOptions{.strict = true});
+    ctrainer::testing::write_parameters(*saved, options.dump_dir + "/saved_params.txt");
+  }
+  if (options.dump_params)
     ctrainer::testing::write_parameters(
         *model, options.dump_dir + "/params." + std::to_string(process.rank) + ".txt");
   return 0;

@@ -1,6 +1,8 @@
 """What the decoder parity tests (GPT-2, Llama) share: ragged batches, our dump through the model
 registry, transformers' outputs, and the two directions' loops."""
+import inspect
 import os
+import shutil
 import sys
 
 import torch
@@ -8,7 +10,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 import bert_parity
-from parity_support import binary, run
+from bert_model_parity import encode, mrpc_pairs
+from parity_support import EXAMPLES_DATA, binary, run
 
 DUMP = "ctrainer_parity_model_dump"
 TOLERANCE = 1e-5
@@ -42,12 +45,12 @@ def make_batch(task, num_labels, seed, left=False, no_mask=False, token_types=Fa
     return batch
 
 
-def ours(batch, scratch, tag, task, model=None, config=None, save=None):
+def ours(batch, scratch, tag, task, model=None, config=None, save=None, extra=()):
     inputs = os.path.join(scratch, f"{tag}-inputs.safetensors")
     output = os.path.join(scratch, f"{tag}-ours.safetensors")
     save_file({k: v.contiguous() for k, v in batch.items()}, inputs)
     source = ["--model", model] if model else ["--config", config, "--seed", "5", "--save", save]
-    run([binary(DUMP), "--task", task, *source, "--inputs", inputs, "--output", output])
+    run([binary(DUMP), "--task", task, *source, *extra, "--inputs", inputs, "--output", output])
     with safe_open(output, "pt") as f:
         problem_type = f.metadata()["problem_type"]
     return load_file(output), problem_type
@@ -63,6 +66,15 @@ def theirs(model, batch):
         out["grad." + name] = (parameter.grad if parameter.grad is not None
                                else torch.zeros_like(parameter))
     return out
+
+
+def loaded_cleanly(auto, folder, what):
+    """`auto`.from_pretrained(folder) and the differences its loading info reports (missing,
+    unexpected or mismatched keys), named by `what`."""
+    model, info = auto.from_pretrained(folder, output_loading_info=True)
+    return model, [f"{what}: from_pretrained({folder}) {kind}: {sorted(info[kind])}"
+                   for kind in ("missing_keys", "unexpected_keys", "mismatched_keys")
+                   if info.get(kind)]
 
 
 def hf_to_ours(scratch, cases, make_model, prepare_folder=None):
@@ -103,10 +115,8 @@ def ours_to_hf(scratch, cases, check_loaded=None):
         folder = os.path.join(scratch, f"{tag}-saved")
         batch = make_batch(task, 2, seed=7)
         mine, _ = ours(batch, scratch, tag, task, config=config_path, save=folder)
-        model, info = auto.from_pretrained(folder, output_loading_info=True)
-        for kind in ("missing_keys", "unexpected_keys", "mismatched_keys"):
-            if info.get(kind):
-                differences.append(f"{tag}: from_pretrained({folder}) {kind}: {sorted(info[kind])}")
+        model, problems = loaded_cleanly(auto, folder, tag)
+        differences += problems
         if check_loaded:
             differences += check_loaded(tag, model, folder)
         reference = theirs(model, batch)
@@ -116,3 +126,43 @@ def ours_to_hf(scratch, cases, check_loaded=None):
         print(f"parity: ours -> transformers, {tag}: loss {reference['loss'].item():.6f} "
               f"(ours {mine['loss'].item():.6f})")
     return differences, compared
+
+
+def run_glue_to_hf(scratch, tag, config, expected_class):
+    """run_glue fine-tunes a sequence classifier of `config` (a transformers config with
+    pad_token_id, over the BERT vocabulary) for 3 steps on MRPC; transformers loads its output_dir
+    as `expected_class` with no missing / unexpected / mismatched keys and computes the logits,
+    loss and gradients ours computes from that folder. Returns (differences, tensors)."""
+    config_path = os.path.join(scratch, f"glue-{tag}-config.json")
+    config.to_json_file(config_path)
+    vocab = os.path.join(EXAMPLES_DATA, "vocab", "bert-base-uncased-vocab.txt")
+    output_dir = os.path.join(scratch, f"run_glue-{tag}")
+    run([binary("run_glue"), "--task_name", "mrpc",
+         "--data_dir", os.path.join(EXAMPLES_DATA, "glue", "MRPC"), "--config_name", config_path,
+         "--tokenizer_name", vocab, "--output_dir", output_dir,
+         "--cache_dir", os.path.join(scratch, "cache"), "--do_train", "--max_train_samples", "24",
+         "--max_steps", "3", "--per_device_train_batch_size", "8", "--max_seq_length", "64",
+         "--learning_rate", "1e-3", "--seed", "3", "--save_strategy", "no", "--report_to", "none",
+         "--disable_tqdm", "true"])
+    from transformers import AutoModelForSequenceClassification, BertTokenizerFast
+    model, differences = loaded_cleanly(AutoModelForSequenceClassification, output_dir,
+                                        f"run_glue {tag}")
+    if type(model).__name__ != expected_class:
+        differences.append(f"run_glue {tag}: its folder loads as {type(model).__name__}")
+    vocab_dir = os.path.join(scratch, "vocab")
+    os.makedirs(vocab_dir, exist_ok=True)
+    shutil.copyfile(vocab, os.path.join(vocab_dir, "vocab.txt"))
+    tokenizer = BertTokenizerFast.from_pretrained(vocab_dir, do_lower_case=True)
+    pairs, labels = mrpc_pairs("dev", 8)
+    batch = dict(encode(tokenizer, pairs), labels=torch.tensor(labels))
+    # As the Trainer's remove_unused_columns: only what the model's forward takes.
+    accepted = inspect.signature(model.forward).parameters
+    batch = {k: v for k, v in batch.items() if k in accepted}
+    mine, _ = ours(batch, scratch, f"run_glue-{tag}", "sequence_classification",
+                   model=output_dir)
+    reference = theirs(model, batch)
+    differences += bert_parity.compare(f"run_glue's {tag} in transformers", mine, reference,
+                                       None, tolerance=TOLERANCE)
+    print(f"parity: run_glue's {tag}: loss {reference['loss'].item():.6f} "
+          f"(ours {mine['loss'].item():.6f})")
+    return differences, len(reference)

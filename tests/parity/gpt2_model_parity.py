@@ -16,20 +16,17 @@
 """
 import json
 import os
-import shutil
 import sys
 import tempfile
 
 import torch
-from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,
-                          BertTokenizerFast, GPT2Config, GPT2ForSequenceClassification,
-                          GPT2LMHeadModel)
+from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification, GPT2Config,
+                          GPT2ForSequenceClassification, GPT2LMHeadModel)
 
 import bert_parity
 import decoder_parity
-from bert_model_parity import encode, mrpc_pairs
-from decoder_parity import PAD, TOLERANCE, VOCAB, ours, theirs
-from parity_support import EXAMPLES_DATA, binary, fail_if, run
+from decoder_parity import PAD, TOLERANCE, VOCAB
+from parity_support import fail_if
 
 TINY = dict(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4,
             bos_token_id=1, eos_token_id=2)
@@ -74,49 +71,17 @@ OURS_TO_HF = [
 ]
 
 
-def run_glue_to_hf(scratch):
-    config_path = os.path.join(scratch, "glue-gpt2-config.json")
-    GPT2Config(vocab_size=30522, n_positions=64, n_embd=32, n_layer=2, n_head=4, pad_token_id=0,
-               bos_token_id=101, eos_token_id=102).to_json_file(config_path)
-    vocab = os.path.join(EXAMPLES_DATA, "vocab", "bert-base-uncased-vocab.txt")
-    output_dir = os.path.join(scratch, "run_glue-gpt2")
-    run([binary("run_glue"), "--task_name", "mrpc",
-         "--data_dir", os.path.join(EXAMPLES_DATA, "glue", "MRPC"), "--config_name", config_path,
-         "--tokenizer_name", vocab, "--output_dir", output_dir,
-         "--cache_dir", os.path.join(scratch, "cache"), "--do_train", "--max_train_samples", "24",
-         "--max_steps", "3", "--per_device_train_batch_size", "8", "--max_seq_length", "64",
-         "--learning_rate", "1e-3", "--seed", "3", "--save_strategy", "no", "--report_to", "none",
-         "--disable_tqdm", "true"])
-    differences = []
-    model, info = AutoModelForSequenceClassification.from_pretrained(output_dir,
-                                                                     output_loading_info=True)
-    for kind in ("missing_keys", "unexpected_keys", "mismatched_keys"):
-        if info.get(kind):
-            differences.append(f"run_glue: from_pretrained({output_dir}) {kind}: {info[kind]}")
-    if type(model).__name__ != "GPT2ForSequenceClassification":
-        differences.append(f"run_glue: its folder loads as {type(model).__name__}")
-    vocab_dir = os.path.join(scratch, "vocab")
-    os.makedirs(vocab_dir, exist_ok=True)
-    shutil.copyfile(vocab, os.path.join(vocab_dir, "vocab.txt"))
-    tokenizer = BertTokenizerFast.from_pretrained(vocab_dir, do_lower_case=True)
-    pairs, labels = mrpc_pairs("dev", 8)
-    batch = dict(encode(tokenizer, pairs), labels=torch.tensor(labels))
-    mine, _ = ours(batch, scratch, "run_glue", "sequence_classification", model=output_dir)
-    reference = theirs(model, batch)
-    differences += bert_parity.compare("run_glue's GPT-2 in transformers", mine, reference, None,
-                                       tolerance=TOLERANCE)
-    print(f"parity: run_glue's GPT-2: loss {reference['loss'].item():.6f} "
-          f"(ours {mine['loss'].item():.6f})")
-    return differences, len(reference)
-
-
 def main():
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     with tempfile.TemporaryDirectory() as scratch:
         differences, forward = decoder_parity.hf_to_ours(scratch, CASES, make_model)
         backward_differences, backward = decoder_parity.ours_to_hf(scratch, OURS_TO_HF,
                                                                    check_architecture)
-        glue_differences, glue = run_glue_to_hf(scratch)
+        glue_differences, glue = decoder_parity.run_glue_to_hf(
+            scratch, "gpt2",
+            GPT2Config(vocab_size=30522, n_positions=64, n_embd=32, n_layer=2, n_head=4,
+                       pad_token_id=0, bos_token_id=101, eos_token_id=102),
+            "GPT2ForSequenceClassification")
     differences += backward_differences + glue_differences
     backward += glue
     if forward == 0 or backward == 0:

@@ -11,6 +11,10 @@
 2. ours -> transformers: our new model of a config, saved with save_pretrained, loads in
    transformers' AutoModelFor* with no missing, unexpected or mismatched keys and the same
    logits, loss and gradients.
+3. run_glue fine-tunes a LlamaForSequenceClassification (grouped-query attention, pad_token_id,
+   the BERT vocabulary; token_type_ids dropped as the Trainer's remove_unused_columns drops them)
+   for 3 steps on MRPC; transformers loads its output_dir and computes the logits, loss and
+   gradients ours computes from that folder.
 """
 import json
 import os
@@ -109,7 +113,15 @@ def main():
                                                          prepare_folder)
         backward_differences, backward = decoder_parity.ours_to_hf(scratch, OURS_TO_HF,
                                                                    check_rope)
-    differences += backward_differences
+        glue_differences, glue = decoder_parity.run_glue_to_hf(
+            scratch, "llama",
+            LlamaConfig(vocab_size=30522, hidden_size=32, intermediate_size=48,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                        max_position_embeddings=64, pad_token_id=0, bos_token_id=101,
+                        eos_token_id=102),
+            "LlamaForSequenceClassification")
+    differences += backward_differences + glue_differences
+    backward += glue
     if forward == 0 or backward == 0:
         sys.exit("parity: nothing was compared")
     fail_if(differences, f"Llama logits, losses and gradients, {forward} + {backward} tensors "

@@ -2,12 +2,14 @@
 // run once forward + backward in eval mode (no dropout) on inputs read from a safetensors file;
 // writes what the parity tests compare with transformers to another safetensors file.
 //
-//   ctrainer_parity_model_dump --task TASK (--model DIR | --config FILE --seed N --save DIR)
-//                              --inputs in.safetensors --output out.safetensors
+//   ctrainer_parity_model_dump --task TASK (--model DIR | --config FILE --seed N --save DIR
+//                              [--max_shard_size SIZE]) --inputs in.safetensors
+//                              --output out.safetensors
 //
 // TASK: causal_lm or sequence_classification. --model loads a folder with AutoModel's
 // from_pretrained; --config creates a model with new weights (our initialisation after
-// torch::manual_seed(N)) and writes it with save_pretrained to --save, for transformers to load.
+// torch::manual_seed(N)) and writes it with save_pretrained to --save, for transformers to load
+// (in shards past --max_shard_size, "20KB" as transformers reads it; default its 50GB).
 // Inputs: input_ids [B, T] int64, optional attention_mask, token_type_ids and labels.
 // Outputs: logits, and with labels: loss and grad.<name> for every parameter (HF state-dict
 // names). Metadata: problem_type (config.json's after the forward).
@@ -18,6 +20,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/safetensors.h>
+#include <ctrainer/integrations/safetensors_index.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/models/registry/model_registry.h>
 #include <ctrainer/trainer/args/argument_parser.h>
@@ -28,19 +31,24 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ctrainer_parity_model_dump --task causal_lm|sequence_classification (--model DIR | "
-    "--config FILE --seed N --save DIR) --inputs FILE.safetensors --output FILE.safetensors\n";
+    "--config FILE --seed N --save DIR [--max_shard_size SIZE]) --inputs FILE.safetensors "
+    "--output FILE.safetensors\n";
 
 struct Args {
   std::string task, model, config, save, inputs, output;
   uint64_t seed = 0;
+  int64_t max_shard_bytes = ctrainer::kDefaultMaxShardBytes;
 };
 
 Args parse_args(int argc, char** argv) {
   auto flags = ctrainer::parity::parse_dump_flags(
-      argc, argv, {"task", "model", "config", "seed", "save", "inputs", "output"}, kUsage);
+      argc, argv, {"task", "model", "config", "seed", "save", "max_shard_size", "inputs", "output"},
+      kUsage);
   Args args{flags["task"], flags["model"],  flags["config"],
             flags["save"], flags["inputs"], flags["output"]};
   if (!flags["seed"].empty()) args.seed = std::stoull(flags["seed"]);
+  if (!flags["max_shard_size"].empty())
+    args.max_shard_bytes = ctrainer::parse_shard_size(flags["max_shard_size"], "--max_shard_size");
   if (args.task.empty() || args.inputs.empty() || args.output.empty() ||
       args.model.empty() == args.config.empty() || args.config.empty() != args.save.empty())
     throw ctrainer::ArgumentError(std::string("missing or conflicting flags\n") + kUsage);
@@ -62,7 +70,7 @@ int run(const Args& args) {
     torch::manual_seed(args.seed);
     const auto config = ctrainer::AutoConfig::from_pretrained(args.config);
     model = ctrainer::AutoModel::from_config(*config, task);
-    ctrainer::save_pretrained(*model, args.save);
+    ctrainer::save_pretrained(*model, args.save, "", args.max_shard_bytes);
   }
   model->eval();
 

@@ -1,6 +1,7 @@
 #pragma once
 // What the decoder model tests share: a causal-LM batch of two rows, the second right-padded
-// (id 0) with its padding masked and its labels ignored (-100), and a tiny Llama's config.json.
+// (id 0) with its padding masked and its labels ignored (-100), and tiny Llama and GPT-2
+// config.json objects.
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,13 @@ inline nlohmann::json tiny_llama_json() {
           {"hidden_size", 16},        {"intermediate_size", 24},
           {"num_hidden_layers", 2},   {"num_attention_heads", 4},
           {"num_key_value_heads", 2}, {"max_position_embeddings", 16}};
+}
+
+/// config.json of a GPT-2 as small: 2 layers 16 wide, 4 heads, 40 tokens, tied head, no dropout.
+inline nlohmann::json tiny_gpt2_json() {
+  return {{"model_type", "gpt2"}, {"vocab_size", 40},  {"n_positions", 16},
+          {"n_embd", 16},         {"n_layer", 2},      {"n_head", 4},
+          {"resid_pdrop", 0.0},   {"embd_pdrop", 0.0}, {"attn_pdrop", 0.0}};
 }
 
 }  // namespace ctrainer::testing

@@ -105,6 +105,13 @@ TEST(Fsdp, KeysAreNormalisedLikeTransformers) {
   EXPECT_EQ(sized.options.wrap_min_num_params, 1'000'000);
   const FsdpSetup listed = parse_fsdp("true", json{{"transformer_layer_cls_to_wrap", {"A", "B"}}});
   EXPECT_EQ(listed.options.wrap_layer_classes, (std::vector<std::string>{"A", "B"}));
+  EXPECT_FALSE(listed.options.wrap_model_layers);
+  EXPECT_FALSE(sized.options.wrap_model_layers);
+  // Neither: the model's own layer classes (accelerate's _no_split_modules fallback).
+  const FsdpSetup unnamed = parse_fsdp("full_shard auto_wrap", json::object());
+  EXPECT_TRUE(unnamed.options.wrap_layer_classes.empty());
+  EXPECT_TRUE(unnamed.options.wrap_model_layers);
+  EXPECT_FALSE(parse_fsdp("true", json{{"auto_wrap_policy", "NO_WRAP"}}).options.wrap_model_layers);
 }
 
 TEST(Fsdp, UnknownAndUnsupportedKeysAreNamed) {

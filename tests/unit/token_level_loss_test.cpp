@@ -1,7 +1,7 @@
 // Token-level loss normalisation (HF's num_items_in_batch): a causal LM's loss is the mean over
 // the label tokens of the whole accumulation window, so micro-batches of ragged token counts
 // give the update of one large batch. The multi-process case (average_tokens_across_devices):
-// tests/e2e/trainer_ddp_test.cpp.
+// tests/e2e/trainer_ddp_lm_test.cpp.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>

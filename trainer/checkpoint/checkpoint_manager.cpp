@@ -25,7 +25,6 @@ namespace ctrainer {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kOptimizerTensors = "optimizer.safetensors";
 constexpr const char* kOptimizerMeta = "optimizer.json";
 constexpr const char* kSchedulerFile = "scheduler.json";
@@ -70,7 +69,9 @@ WeightLoadOptions exact_weights() {
 }
 
 void load_weights(Model& model, const fs::path& folder) {
-  load_pretrained_weights(model, (folder / kModelFile).string(), exact_weights());
+  // The folder, not its model.safetensors: a model past save_pretrained's shard size is saved as
+  // shards and an index.
+  load_pretrained_weights(model, folder.string(), exact_weights());
 }
 
 }  // namespace

@@ -51,6 +51,30 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+/// Stage 3 without transformer_layer_cls_to_wrap or min_num_params: one unit per module of the
+/// model's no_split_modules(), as accelerate wraps a transformers model by its _no_split_modules.
+ShardingOptions with_model_layer_units(ShardingOptions options, const Model& model) {
+  if (options.stage != ShardingStage::kParameters || !options.wrap_model_layers ||
+      !options.wrap_layer_classes.empty() || options.wrap_min_num_params > 0)
+    return options;
+  options.wrap_layer_classes = model.no_split_modules();
+  if (options.wrap_layer_classes.empty()) {
+    logging::logger()->info(
+        "stage-3 sharding: the model declares no layer classes to wrap (no_split_modules), so "
+        "the whole model is one unit; name its layer class in the FSDP config's "
+        "transformer_layer_cls_to_wrap (e.g. \"BertLayer\") for one unit per layer");
+  } else {
+    std::string classes;
+    for (const std::string& name : options.wrap_layer_classes)
+      classes += (classes.empty() ? "" : ", ") + name;
+    logging::logger()->info(
+        "stage-3 sharding: one unit per {} (the model's no_split_modules, as accelerate wraps "
+        "transformers models)",
+        classes);
+  }
+  return options;
+}
+
 }  // namespace
 
 void require_same_on_every_rank(Strategy& strategy, const std::string& what,
@@ -72,8 +96,9 @@ void require_same_on_every_rank(Strategy& strategy, const std::string& what,
 
 TrainingStrategy create_training_strategy(const TrainingArguments& args, const ProcessInfo& process,
                                           const c10::Device& device, const Model& model,
-                                          const ShardingOptions& sharding) {
+                                          const ShardingOptions& configured) {
   TrainingStrategy out;
+  const ShardingOptions sharding = with_model_layer_units(configured, model);
   const bool sharded = sharding.stage != ShardingStage::kNone;
   if (!process.is_distributed() && !sharded) {
     out.strategy = std::make_unique<SingleDeviceStrategy>();

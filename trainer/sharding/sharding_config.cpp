@@ -68,6 +68,9 @@ ShardingOptions options_from_zero(const DeepSpeedZeroSettings& zero, const std::
   o.reduce_bucket_elements = zero.reduce_bucket_size;
   o.overlap_comm = zero.overlap_comm;
   o.param_persistence_threshold = zero.stage == 3 ? zero.param_persistence_threshold : 0;
+  // DeepSpeed gathers stage-3 parameters module by module as forward reaches them; here the
+  // gathering unit is the model's repeated layer (its no_split_modules).
+  o.wrap_model_layers = zero.stage == 3;
   o.gather_16bit_weights_on_model_save = zero.gather_16bit_weights_on_model_save;
   // DeepSpeed checkpoints are per-rank shards (global_step*/...); consolidated weights come
   // from save_model.
