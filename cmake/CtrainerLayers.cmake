@@ -49,6 +49,59 @@ function(ctrainer_mirror_headers folder include_dir)
   endforeach()
 endfunction()
 
+# Whether `file` includes a torch header (torch/, ATen/, c10/), directly or through the
+# project's headers; the answer is cached per file for the configure run. Project includes are
+# found as <ctrainer/folder/x.h> (the source tree's folder/x.h) or relative to the including file;
+# a cycle (headers under #pragma once) counts as torch-free while it is being scanned.
+function(ctrainer_includes_torch file out_var)
+  string(MAKE_C_IDENTIFIER "${file}" _key)
+  get_property(_known GLOBAL PROPERTY "CTRAINER_TORCH_SCAN_${_key}" SET)
+  if(_known)
+    get_property(_answer GLOBAL PROPERTY "CTRAINER_TORCH_SCAN_${_key}")
+    set(${out_var} ${_answer} PARENT_SCOPE)
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY "CTRAINER_TORCH_SCAN_${_key}" FALSE)
+  file(STRINGS "${file}" _includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
+  get_filename_component(_dir "${file}" DIRECTORY)
+  set(_answer FALSE)
+  foreach(_line IN LISTS _includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]+)[>\"].*$" "\\1" _name "${_line}")
+    if(_name MATCHES "^(torch|ATen|c10)/")
+      set(_answer TRUE)
+      break()
+    endif()
+    set(_header "")
+    if(_name MATCHES "^ctrainer/(.+)$" AND EXISTS "${PROJECT_SOURCE_DIR}/${CMAKE_MATCH_1}")
+      set(_header "${PROJECT_SOURCE_DIR}/${CMAKE_MATCH_1}")
+    elseif(EXISTS "${_dir}/${_name}" AND NOT IS_DIRECTORY "${_dir}/${_name}")
+      get_filename_component(_header "${_dir}/${_name}" ABSOLUTE)
+    endif()
+    if(_header)
+      ctrainer_includes_torch("${_header}" _nested)
+      if(_nested)
+        set(_answer TRUE)
+        break()
+      endif()
+    endif()
+  endforeach()
+  set_property(GLOBAL PROPERTY "CTRAINER_TORCH_SCAN_${_key}" ${_answer})
+  set(${out_var} ${_answer} PARENT_SCOPE)
+endfunction()
+
+# Sources that include no torch header compile without the precompiled header: loading its
+# ~750 MB costs about 6 s a file, several times what they take to parse their own headers
+# (about 80 files: the tokenizers, the argument parser, the file formats). A file that later
+# reaches torch through a header still compiles, only slower, until the next configure rescans.
+function(ctrainer_skip_pch_without_torch)
+  foreach(_source ${ARGN})
+    ctrainer_includes_torch("${_source}" _uses_torch)
+    if(NOT _uses_torch)
+      set_source_files_properties("${_source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    endif()
+  endforeach()
+endfunction()
+
 # ctrainer_add_layer(NAME [DEPENDS LAYER...]): the static library ctrainer_NAME of every .cpp
 # under the folder NAME/ (EXCLUDE_REGEX drops some), seeing the headers of NAME and DEPENDS.
 # Called from the folder's own CMakeLists.txt, so source properties set there apply as usual.
@@ -72,6 +125,7 @@ function(ctrainer_add_layer name)
   if(NOT name STREQUAL "core")
     target_precompile_headers(${target} REUSE_FROM ctrainer_core)
   endif()
+  ctrainer_skip_pch_without_torch(${_sources})
   # The layer libraries, lowest first (install rules, fuzz instrumentation).
   set_property(GLOBAL APPEND PROPERTY CTRAINER_LAYER_TARGETS ${target})
 
