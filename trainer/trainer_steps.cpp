@@ -126,29 +126,35 @@ double Trainer::learning_rate() const {
 
 LossAndOutputs Trainer::compute_loss(Model& model, const Batch& inputs, bool /*return_outputs*/,
                                      std::optional<int64_t> num_items_in_batch) {
+  const bool token_level = num_items_in_batch && model.accepts_loss_kwargs();
+  ModelOutput out;
+  at::Tensor loss;
   if (args_.label_smoothing_factor != 0 && inputs.contains("labels")) {
-    if (model.loss_shifts_labels())
-      throw ArgumentError(
-          "--label_smoothing_factor: label smoothing of a causal language model's shifted "
-          "labels is not implemented; set it to 0");
+    // HF's LabelSmoother on the model's logits; a causal LM's labels are shifted as transformers
+    // shifts them for the causal-LM mapping's models, and its token-level loss divides by the
+    // window's label tokens (num_items_in_batch) instead of this batch's.
     Batch without_labels = inputs;
     without_labels.erase("labels");
-    ModelOutput out = model.forward(without_labels);
-    at::Tensor loss =
-        label_smoothed_loss(out.logits, inputs.at("labels"), args_.label_smoothing_factor);
-    return {loss, std::move(out)};
+    out = model.forward(without_labels);
+    at::Tensor logits = out.logits, labels = inputs.at("labels");
+    if (model.loss_shifts_labels()) {
+      logits = logits.slice(-2, 0, -1);
+      labels = labels.slice(-1, 1);
+    }
+    loss = label_smoothed_loss(logits, labels, args_.label_smoothing_factor, -100,
+                               token_level ? num_items_in_batch : std::nullopt);
+  } else {
+    out = token_level ? model.forward_with_num_items(inputs, *num_items_in_batch)
+                      : model.forward(inputs);
+    if (!out.loss.defined()) {
+      std::string keys;
+      for (const auto& k : inputs.keys()) keys += (keys.empty() ? "" : ", ") + k;
+      throw std::runtime_error("the model did not return a loss for a batch with keys [" + keys +
+                               "]: make forward() compute it when labels are given, or override "
+                               "Trainer::compute_loss");
+    }
+    loss = out.loss;
   }
-  const bool token_level = num_items_in_batch && model.accepts_loss_kwargs();
-  ModelOutput out = token_level ? model.forward_with_num_items(inputs, *num_items_in_batch)
-                                : model.forward(inputs);
-  if (!out.loss.defined()) {
-    std::string keys;
-    for (const auto& k : inputs.keys()) keys += (keys.empty() ? "" : ", ") + k;
-    throw std::runtime_error("the model did not return a loss for a batch with keys [" + keys +
-                             "]: make forward() compute it when labels are given, or override "
-                             "Trainer::compute_loss");
-  }
-  at::Tensor loss = out.loss;
   // The count covers every rank while each rank's gradients are averaged over the ranks:
   // scaling by the world size makes the step's gradient the mean over all ranks' tokens.
   if (token_level && args_.average_tokens_across_devices && strategy_->world_size() > 1)

@@ -9,7 +9,8 @@ warmup and decay, and clipping. transformers 5.24 normalises the causal-LM loss 
 num_items_in_batch, the target tokens (labels[..., 1:] not -100) of the whole window; so must we.
 
 Checks, within 1e-4 relative: every step's loss, grad_norm and learning_rate (epoch and step
-exactly). And that the check can fail: HF's Trainer with model_accepts_loss_kwargs = False
+exactly), and again with label_smoothing_factor 0.1 (HF's LabelSmoother on the shifted labels,
+divided by the window's num_items_in_batch). And that the check can fail: HF's Trainer with model_accepts_loss_kwargs = False
 (each micro-batch's own mean, divided by the accumulation steps: the normalisation of
 classifiers) logs losses that differ from ours beyond the tolerance on most steps.
 """
@@ -66,9 +67,9 @@ class RowDataset(torch.utils.data.Dataset):
         return {key: value[i] for key, value in self.rows.items()}
 
 
-def hf_trainer(init, output_dir, rows):
+def hf_trainer(init, output_dir, rows, **settings):
     args = TrainingArguments(output_dir=output_dir, use_cpu=True, disable_tqdm=True,
-                             dataloader_num_workers=0, **SHARED)
+                             dataloader_num_workers=0, **SHARED, **settings)
     model = LlamaForCausalLM.from_pretrained(init)
     return Trainer(model=model, args=args, train_dataset=RowDataset(rows),
                    data_collator=default_data_collator)
@@ -89,6 +90,40 @@ def relative(a, b):
     return abs(a - b) / max(abs(b), 1e-12)
 
 
+def train_ours(tmp, init, data, tag, settings=None):
+    log = os.path.join(tmp, f"{tag}.json")
+    run([binary("ctrainer_parity_train_lm"), "--model_dir", init, "--data", data,
+         "--log_history_file", log, "--output_dir", os.path.join(tmp, tag),
+         "--use_cpu", "true", "--disable_tqdm", "true"] + flag_list({**SHARED, **(settings or {})}),
+        env=dict(os.environ, OMP_NUM_THREADS=str(THREADS)))
+    with open(log) as f:
+        return step_entries(json.load(f))
+
+
+def compare_steps(what, ours, theirs):
+    """Every step's epoch and step exactly, loss, grad_norm and learning_rate within RTOL."""
+    differences = []
+    if len(ours) != MAX_STEPS or len(theirs) != MAX_STEPS:
+        differences.append(f"{what}logged steps: ours {len(ours)}, HF {len(theirs)}, "
+                           f"expected {MAX_STEPS}")
+    for mine, hf in zip(ours, theirs):
+        for key in ("epoch", "step"):
+            if mine.get(key) != hf.get(key):
+                differences.append(f"{what}step {hf['step']}: {key} {mine.get(key)} != "
+                                   f"{hf.get(key)}")
+        for key in ("loss", "grad_norm", "learning_rate"):
+            if key not in mine or relative(mine[key], hf[key]) > RTOL:
+                differences.append(f"{what}step {hf['step']}: {key} {mine.get(key)} != {hf[key]}")
+    worst = max((relative(mine[key], hf[key]) for mine, hf in zip(ours, theirs)
+                 for key in ("loss", "grad_norm") if key in mine), default=math.nan)
+    clipped = sum(e["grad_norm"] > SHARED["max_grad_norm"] for e in theirs)
+    print(f"parity: {what}largest relative difference of loss and grad_norm: {worst:.2e}; "
+          f"{len(theirs)} steps, {clipped} clipped; first loss ours "
+          f"{ours[0]['loss'] if ours else math.nan:.6f}, HF "
+          f"{theirs[0]['loss'] if theirs else math.nan:.6f}")
+    return differences
+
+
 def main():
     torch.set_num_threads(THREADS)
     transformers.logging.set_verbosity_warning()
@@ -100,36 +135,22 @@ def main():
         data = os.path.join(tmp, "rows.safetensors")
         save_file({k: v.contiguous() for k, v in rows.items()}, data)
 
-        ours_log = os.path.join(tmp, "ours.json")
-        run([binary("ctrainer_parity_train_lm"), "--model_dir", init, "--data", data,
-             "--log_history_file", ours_log, "--output_dir", os.path.join(tmp, "ours"),
-             "--use_cpu", "true", "--disable_tqdm", "true"] + flag_list(SHARED),
-            env=dict(os.environ, OMP_NUM_THREADS=str(THREADS)))
-        with open(ours_log) as f:
-            ours = step_entries(json.load(f))
-
+        ours = train_ours(tmp, init, data, "ours")
         trainer = hf_trainer(init, os.path.join(tmp, "hf"), rows)
         if not trainer.model_accepts_loss_kwargs:
             sys.exit("parity: transformers no longer passes num_items_in_batch to Llama")
         trainer.train()
-        theirs = step_entries(trainer.state.log_history)
+        differences += compare_steps("", ours, step_entries(trainer.state.log_history))
 
-        if len(ours) != MAX_STEPS or len(theirs) != MAX_STEPS:
-            differences.append(f"logged steps: ours {len(ours)}, HF {len(theirs)}, "
-                               f"expected {MAX_STEPS}")
-        for mine, hf in zip(ours, theirs):
-            for key in ("epoch", "step"):
-                if mine.get(key) != hf.get(key):
-                    differences.append(f"step {hf['step']}: {key} {mine.get(key)} != {hf.get(key)}")
-            for key in ("loss", "grad_norm", "learning_rate"):
-                if key not in mine or relative(mine[key], hf[key]) > RTOL:
-                    differences.append(f"step {hf['step']}: {key} {mine.get(key)} != {hf[key]}")
-        worst = max((relative(mine[key], hf[key]) for mine, hf in zip(ours, theirs)
-                     for key in ("loss", "grad_norm") if key in mine), default=math.nan)
-        print(f"parity: largest relative difference of loss and grad_norm: {worst:.2e}")
-        clipped = sum(e["grad_norm"] > SHARED["max_grad_norm"] for e in theirs)
-        print(f"parity: {len(theirs)} steps, {clipped} clipped; first loss ours "
-              f"{ours[0]['loss'] if ours else math.nan:.6f}, HF {theirs[0]['loss']:.6f}")
+        # Label smoothing: HF's LabelSmoother on the shifted labels, over the window's tokens.
+        smoothing = {"label_smoothing_factor": 0.1}
+        smoothed = train_ours(tmp, init, data, "ours_smoothed", smoothing)
+        smoothed_hf = hf_trainer(init, os.path.join(tmp, "hf_smoothed"), rows, **smoothing)
+        smoothed_hf.train()
+        differences += compare_steps("label smoothing 0.1: ", smoothed,
+                                     step_entries(smoothed_hf.state.log_history))
+        if all(relative(a["loss"], b["loss"]) <= RTOL for a, b in zip(smoothed, ours)):
+            differences.append("label smoothing 0.1 left the losses unchanged")
 
         # The guard: the normalisation by micro-batch means trains differently.
         per_batch = hf_trainer(init, os.path.join(tmp, "hf_per_batch"), rows)

@@ -5,7 +5,7 @@
 namespace ctrainer {
 
 at::Tensor label_smoothed_loss(const at::Tensor& logits, const at::Tensor& labels, double epsilon,
-                               int64_t ignore_index) {
+                               int64_t ignore_index, std::optional<int64_t> num_items_in_batch) {
   if (at::isFloatingType(labels.scalar_type()))
     throw ArgumentError(
         "--label_smoothing_factor needs integer class labels, but the labels are floating point "
@@ -17,8 +17,11 @@ at::Tensor label_smoothed_loss(const at::Tensor& logits, const at::Tensor& label
   // Padded positions gather index 0 (any valid class) and are zeroed just after.
   at::Tensor safe_target = target.clamp_min(0);
   at::Tensor nll = log_probs.gather(-1, safe_target).masked_fill(padding, 0.0);
-  at::Tensor smoothed = log_probs.sum(-1, /*keepdim=*/true).masked_fill(padding, 0.0);
-  at::Tensor num_active = padding.numel() - padding.sum();
+  // In fp32 whatever the logits' dtype (HF sums with dtype=torch.float32).
+  at::Tensor smoothed = log_probs.sum(-1, /*keepdim=*/true, at::kFloat).masked_fill(padding, 0.0);
+  at::Tensor num_active = num_items_in_batch ? at::scalar_tensor(*num_items_in_batch,
+                                                                 padding.options().dtype(at::kLong))
+                                             : padding.numel() - padding.sum();
   nll = nll.sum() / num_active;
   smoothed = smoothed.sum() / (num_active * log_probs.size(-1));
   return (1.0 - epsilon) * nll + epsilon * smoothed;
