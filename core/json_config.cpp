@@ -95,4 +95,14 @@ nlohmann::json read_json_config(const std::filesystem::path& path, const std::st
   return value;
 }
 
+bool is_inline_json(const std::string& value) {
+  return !value.empty() && value.front() == '{';
+}
+
+nlohmann::json read_json_config_value(const std::string& value, const std::string& flag) {
+  if (!is_inline_json(value)) return read_json_config(value, flag);
+  // Starting with '{', it is an object or invalid JSON (the parser's error names the spot).
+  return parse_json_config(value, "inline JSON", flag);
+}
+
 }  // namespace ctrainer

@@ -31,4 +31,14 @@ nlohmann::json parse_json_config(const std::string& text, const std::string& sou
 /// column) or not an object.
 nlohmann::json read_json_config(const std::filesystem::path& path, const std::string& flag);
 
+/// What transformers 5 calls inline JSON in a dict-or-path flag (--deepspeed, --fsdp_config,
+/// --lr_scheduler_kwargs): a value that starts with '{'.
+bool is_inline_json(const std::string& value);
+
+/// A flag's value as transformers 5 reads a dict-or-path field: inline JSON (is_inline_json) is
+/// parsed, as its __post_init__ json.loads it; anything else is a file, read with
+/// read_json_config. Either must hold an object; errors name --<flag> and where the text came
+/// from ("inline JSON:<line>:<column>" for the former).
+nlohmann::json read_json_config_value(const std::string& value, const std::string& flag);
+
 }  // namespace ctrainer

@@ -304,12 +304,8 @@ bool fsdp_enabled(const std::string& fsdp) {
   return !(first == "false" || first == "False" || first == "0");
 }
 
-nlohmann::json read_fsdp_config(const std::string& path) {
-  if (!path.empty() && path.front() == '{')
-    throw ArgumentError(
-        "--fsdp_config takes the path of a JSON file, not inline JSON "
-        "(transformers opens the value as a file); write it to a file");
-  return read_json_config(path, "fsdp_config");
+nlohmann::json read_fsdp_config(const std::string& value) {
+  return read_json_config_value(value, "fsdp_config");
 }
 
 FsdpSetup parse_fsdp(const std::string& fsdp, const nlohmann::json& config,

@@ -27,9 +27,10 @@ struct FsdpSetup {
 /// boolean form) and the legacy option words (full_shard, ..., offload, auto_wrap) do.
 bool fsdp_enabled(const std::string& fsdp);
 
-/// Reads --fsdp_config (a path; transformers 5 opens it as a file) as a JSON object; a syntax
-/// error names FILE:LINE:COLUMN. Throws ArgumentError naming --fsdp_config.
-nlohmann::json read_fsdp_config(const std::string& path);
+/// Reads --fsdp_config as a JSON object: inline JSON ('{...}', as transformers 5's __post_init__
+/// parses it) or a file's path; a syntax error names FILE (or "inline JSON"):LINE:COLUMN. Throws
+/// ArgumentError naming --fsdp_config.
+nlohmann::json read_fsdp_config(const std::string& value);
 
 /// Maps --fsdp `fsdp` and the fsdp_config object `config` (from `source`, for messages) to a
 /// FsdpSetup. Legacy words: full_shard → ZeRO-3, shard_grad_op → ZeRO-2, no_shard → none,

@@ -193,6 +193,11 @@ DeepSpeedConfig DeepSpeedConfig::from_file(const std::filesystem::path& path) {
   return DeepSpeedConfig(read_json_config(path, "deepspeed"), path.string());
 }
 
+DeepSpeedConfig DeepSpeedConfig::from_flag(const std::string& value) {
+  return DeepSpeedConfig(read_json_config_value(value, "deepspeed"),
+                         is_inline_json(value) ? "(inline JSON)" : value);
+}
+
 void DeepSpeedConfig::fail(const std::string& message) const {
   throw ArgumentError("--deepspeed " + source_ + ": " + message);
 }

@@ -83,6 +83,9 @@ class DeepSpeedConfig {
   DeepSpeedConfig(nlohmann::json config, std::string source);
   /// Reads the file (a syntax error names FILE:LINE:COLUMN) and checks it as above.
   static DeepSpeedConfig from_file(const std::filesystem::path& path);
+  /// --deepspeed's value as transformers 5 reads it: inline JSON ('{...}', named "(inline
+  /// JSON)" in messages) or the path of a file.
+  static DeepSpeedConfig from_flag(const std::string& value);
 
   /// transformers' trainer_config_process: fills the batch sizes, gradient_clipping, optimizer
   /// params (lr, betas, eps, weight_decay), scheduler warmup_min_lr / warmup_max_lr, fp16 /

@@ -138,7 +138,13 @@ TEST(Fsdp, UnknownAndUnsupportedKeysAreNamed) {
 TEST(Fsdp, ConfigFileErrors) {
   const std::string bad = write_temp("bad.json", "{\n  \"version\": 2,\n  \"xla\" false\n}\n");
   expect_error([&] { read_fsdp_config(bad); }, {"--fsdp_config", "bad.json:3:9: invalid JSON"});
-  expect_error([] { read_fsdp_config("{\"version\": 2}"); }, {"path of a JSON file"});
+  // transformers 5 parses a value that starts with '{' as inline JSON (its _VALID_DICT_FIELDS).
+  EXPECT_EQ(read_fsdp_config(R"({"version": 2, "transformer_layer_cls_to_wrap": ["GPT2Block"]})"),
+            (nlohmann::json{{"version", 2}, {"transformer_layer_cls_to_wrap", {"GPT2Block"}}}));
+  expect_error([] { read_fsdp_config("{\"version\": 2,\n \"xla\" false}"); },
+               {"--fsdp_config inline JSON:2:8: invalid JSON"});
+  expect_error([] { read_fsdp_config("version.json"); },
+               {"--fsdp_config version.json: no such file"});
 }
 
 TEST(Fsdp, ValuesOfTheWrongTypeOrRange) {
@@ -208,6 +214,18 @@ TEST(ShardingSetup, DeepSpeedResolvesOptionsAndArguments) {
   EXPECT_EQ(setup.deepspeed->config()["train_batch_size"], 16);
   finalize_sharding(setup, args, model, 30);
   EXPECT_EQ(setup.deepspeed->config()["scheduler"]["params"]["warmup_num_steps"], 1);
+
+  // The same config given inline, as transformers 5 accepts it, resolves the same way.
+  TrainingArguments inline_args = args;
+  std::ifstream file(kData / "ds_config_zero3.json");
+  inline_args.deepspeed = nlohmann::json::parse(file).dump();
+  ShardingSetup from_inline = resolve_sharding(inline_args, process, model);
+  finalize_sharding(from_inline, inline_args, model, 30);
+  EXPECT_EQ(from_inline.deepspeed->config(), setup.deepspeed->config());
+  EXPECT_EQ(from_inline.options.param_persistence_threshold, 640);
+  inline_args.deepspeed = R"({"zero_optimization": {"stage": 3}, "bogus": 1})";
+  expect_error([&] { resolve_sharding(inline_args, process, model); },
+               {"--deepspeed (inline JSON)", "bogus"});
 
   TrainingArguments fp16_args;
   fp16_args.deepspeed = (kData / "fp16_static.json").string();

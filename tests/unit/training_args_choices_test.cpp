@@ -106,9 +106,9 @@ TEST(Choices, BadNameNamesTheFlagAndTheChoices) {
             "--x must be one of random, sequential, group_by_length (got 'shuffled')");
   EXPECT_EQ(message([] { parse_choice<HalfPrecisionBackend>("amp", "half_precision_backend"); }),
             "--half_precision_backend must be one of auto, apex, cpu_amp (got 'amp')");
-  // The one backend transformers has and ctrainer lacks is listed too.
+  // The backends transformers has and ctrainer lacks are listed too.
   EXPECT_EQ(message([] { parse_choice<DdpBackend>("ucc", "ddp_backend"); }),
-            "--ddp_backend must be one of gloo, nccl, mpi (got 'ucc')");
+            "--ddp_backend must be one of gloo, nccl, mpi, xccl, hccl, cncl, mccl (got 'ucc')");
 }
 
 TEST(Choices, ValuesTransformersKnowAreNotSupportedYet) {
@@ -204,7 +204,8 @@ TEST(Choices, ToJsonWritesHuggingFacesNames) {
   EXPECT_EQ(to_json(loaded), written) << json::diff(written, to_json(loaded)).dump(2);
 
   // Every scheduler, one at a time, through the command line and to_json.
-  // The min-lr cosines and warmup_stable_decay cannot run without their arguments (as in transformers).
+  // The min-lr cosines and warmup_stable_decay cannot run without their arguments (as in
+  // transformers).
   for (const std::string& name : choice_names<SchedulerType>()) {
     std::vector<std::string> argv = {"--lr_scheduler_type", name};
     if (name.find("min_lr") != std::string::npos)

@@ -196,7 +196,9 @@ struct ChoiceTable<DdpBackend> : ChoiceTableDefaults {
       {E::kGloo, "gloo"},
       {E::kNccl, "nccl"},
   }};
-  static constexpr std::array<std::string_view, 1> kLater{"mpi"};
+  // transformers 5's other backends: MPI, and those of Intel (xccl), Ascend (hccl), Cambricon
+  // (cncl) and Moore Threads (mccl) accelerators.
+  static constexpr std::array<std::string_view, 5> kLater{"mpi", "xccl", "hccl", "cncl", "mccl"};
   static constexpr bool kListLater = true;
   static constexpr std::string_view kLaterHint = "use gloo or nccl";
 };

@@ -24,8 +24,8 @@ namespace {
 /// lacks.
 const std::vector<std::string> kIntegrations = {"mlflow", "tensorboard"};
 const std::vector<std::string> kIntegrationsLater = {
-    "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive",
-    "flyte",    "neptune", "swanlab",    "trackio",  "wandb"};
+    "azure_ml", "clearml",  "codecarbon", "comet_ml", "dagshub", "dvclive",
+    "flyte",    "kubeflow", "neptune",    "swanlab",  "trackio", "wandb"};
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();

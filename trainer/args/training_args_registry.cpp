@@ -239,11 +239,11 @@ std::vector<OptionSpec> build_training_args_options() {
         "older option words, space separated (full_shard, shard_grad_op, hybrid_shard, "
         "hybrid_shard_zero2, no_shard, offload, auto_wrap). See docs/sharding.md.");
   t.add(&TA::fsdp_config, "fsdp_config",
-        "Path of an FSDP JSON config file (transformers' fsdp_config keys, with or without the "
-        "fsdp_ prefix).");
+        "An FSDP JSON config: a file's path, or inline JSON ('{...}', as transformers 5 reads "
+        "it); transformers' fsdp_config keys, with or without the fsdp_ prefix.");
   t.add(&TA::deepspeed, "deepspeed",
-        "Path of a DeepSpeed JSON config file; \"auto\" values are filled from the arguments "
-        "as transformers does. See docs/sharding.md.");
+        "A DeepSpeed JSON config: a file's path, or inline JSON ('{...}'); \"auto\" values are "
+        "filled from the arguments as transformers does. See docs/sharding.md.");
 
   return t.finish();
 }
