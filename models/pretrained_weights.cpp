@@ -52,15 +52,6 @@ std::string fix_legacy_name(std::string key) {
 
 }  // namespace
 
-std::map<std::string, at::Tensor> module_state_dict(const torch::nn::Module& module) {
-  std::map<std::string, at::Tensor> out;
-  for (const auto& item : module.named_parameters(/*recurse=*/true))
-    out[item.key()] = item.value().detach();
-  for (const auto& item : module.named_buffers(/*recurse=*/true))
-    out[item.key()] = item.value().detach();
-  return out;
-}
-
 std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(
     const torch::nn::Module& module) {
   std::vector<std::pair<std::string, at::Tensor>> out;
@@ -76,6 +67,11 @@ std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(
       };
   visit(module, "");
   return out;
+}
+
+std::map<std::string, at::Tensor> module_state_dict(const torch::nn::Module& module) {
+  const auto ordered = ordered_state_dict(module);
+  return {ordered.begin(), ordered.end()};
 }
 
 WeightLoadReport load_state_dict(torch::nn::Module& module,

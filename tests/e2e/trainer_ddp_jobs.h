@@ -19,6 +19,7 @@
 
 #include "support/parameter_text.h"
 #include "support/process.h"
+#include "support/tiny_mrpc.h"
 
 namespace ctrainer::testing::trainer_ddp {
 
@@ -94,22 +95,9 @@ inline JobResult single_process(const fs::path& dir, const Args& worker_flags) {
   return run;
 }
 
-inline nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json();
-  return nlohmann::json::parse(in);
-}
-
-/// The logged training losses of trainer_log.jsonl (written by the main process).
-inline std::vector<double> logged_losses(const fs::path& output_dir) {
-  std::vector<double> losses;
-  std::ifstream in(output_dir / "trainer_log.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto entry = nlohmann::json::parse(line);
-    if (entry.contains("loss")) losses.push_back(entry["loss"].get<double>());
-  }
-  return losses;
-}
+// Reading a run's logs and JSON results (support/tiny_mrpc.h).
+using ctrainer::testing::logged_losses;
+using ctrainer::testing::read_json_if_exists;
 
 inline void expect_ranks_bitwise_equal(const fs::path& dump, int nproc, const std::string& output) {
   const std::string rank0 = read_text_file(dump / "params.0.txt");
