@@ -10,4 +10,24 @@ at::Tensor causal_padding_mask(const at::Tensor& attention_mask, int64_t length)
   return causal.view({1, 1, length, length}).logical_and(keys);
 }
 
+at::Tensor packed_sequence_indices(const at::Tensor& position_ids) {
+  const at::Tensor first_minus_one = position_ids.narrow(1, 0, 1) - 1;
+  const at::Tensor steps = at::diff(position_ids, 1, -1, first_minus_one);
+  const at::Tensor indices = steps.ne(1).cumsum(-1);
+  if (indices.select(1, -1).eq(0).all().item<bool>()) return {};
+  return indices;
+}
+
+at::Tensor decoder_attention_mask(const at::Tensor& attention_mask, const at::Tensor& position_ids,
+                                  int64_t length) {
+  if (attention_mask.defined() || !position_ids.defined())
+    return causal_padding_mask(attention_mask, length);
+  const at::Tensor sequence = packed_sequence_indices(position_ids);
+  if (!sequence.defined()) return {};
+  const at::Tensor causal =
+      at::ones({length, length}, position_ids.options().dtype(at::kBool)).tril();
+  const at::Tensor same_sequence = sequence.unsqueeze(2).eq(sequence.unsqueeze(1));
+  return same_sequence.logical_and(causal).unsqueeze(1);
+}
+
 }  // namespace ctrainer

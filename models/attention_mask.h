@@ -13,4 +13,17 @@ namespace ctrainer {
 /// that attend to nothing (left padding) are SDPA's to handle, as in transformers.
 at::Tensor causal_padding_mask(const at::Tensor& attention_mask, int64_t length);
 
+/// Which sequence each token of a packed row belongs to (transformers'
+/// find_packed_sequence_indices): a new sequence starts wherever position_ids [B, T] does not
+/// step by one, so [[0,1,0,1,2,0]] gives [[0,0,1,1,1,2]]. Undefined when no row holds more than
+/// one sequence.
+at::Tensor packed_sequence_indices(const at::Tensor& position_ids);
+
+/// The mask SDPA gets in a decoder: causal_padding_mask when `attention_mask` is given (as
+/// transformers, which looks for packing only without one); else, when `position_ids` packs
+/// several sequences into a row (DataCollatorWithFlattening), the block-diagonal causal mask
+/// [B, 1, T, T] that keeps attention inside each sequence; else undefined (is_causal).
+at::Tensor decoder_attention_mask(const at::Tensor& attention_mask, const at::Tensor& position_ids,
+                                  int64_t length);
+
 }  // namespace ctrainer

@@ -12,7 +12,8 @@ at::Tensor optional_input(const Batch& batch, const char* key) {
 
 at::Tensor run_transformer(GPT2Model& transformer, const Batch& batch) {
   return transformer->forward(batch.at("input_ids"), optional_input(batch, "attention_mask"),
-                              optional_input(batch, "token_type_ids"));
+                              optional_input(batch, "token_type_ids"),
+                              optional_input(batch, "position_ids"));
 }
 
 template <typename Head>

@@ -91,16 +91,21 @@ GPT2ModelImpl::GPT2ModelImpl(const GPT2Config& config) {
 }
 
 at::Tensor GPT2ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                                  const at::Tensor& token_type_ids) {
+                                  const at::Tensor& token_type_ids,
+                                  const at::Tensor& position_ids) {
   const int64_t length = input_ids.size(1);
-  TORCH_CHECK(length <= wpe->weight.size(0), "GPT-2: ", length,
+  // Packed rows (given position_ids) may be longer than n_positions; their positions may not.
+  TORCH_CHECK(position_ids.defined() || length <= wpe->weight.size(0), "GPT-2: ", length,
               " tokens are more than the model's n_positions (", wpe->weight.size(0),
               "); truncate the input (--max_seq_length / --block_size)");
-  const at::Tensor positions = at::arange(length, input_ids.options().dtype(at::kLong));
-  at::Tensor hidden = wte->forward(input_ids) + wpe->forward(positions).unsqueeze(0);
+  const at::Tensor positions =
+      position_ids.defined()
+          ? position_ids
+          : at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
+  at::Tensor hidden = wte->forward(input_ids) + wpe->forward(positions);
   if (token_type_ids.defined()) hidden = hidden + wte->forward(token_type_ids);
   hidden = drop->forward(hidden);
-  const at::Tensor mask = causal_padding_mask(attention_mask, length);
+  const at::Tensor mask = decoder_attention_mask(attention_mask, position_ids, length);
   for (GPT2Block& block : blocks) {
     if (gradient_checkpointing_ && is_training() && at::GradMode::is_enabled()) {
       std::vector<at::Tensor> parameters;

@@ -83,9 +83,10 @@ class GPT2ModelImpl : public torch::nn::Module {
 
   /// The last hidden state [B, T, n_embd] of `input_ids` [B, T]; `attention_mask` [B, T]
   /// (1 = token) may be undefined, and so may `token_type_ids` (HF embeds them with wte).
-  /// Positions are 0..T-1 (no cache).
+  /// `position_ids` [B, T] default to 0..T-1 (no cache); without an attention_mask, rows they
+  /// pack with several sequences attend within each sequence only (DataCollatorWithFlattening).
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
-                     const at::Tensor& token_type_ids = {});
+                     const at::Tensor& token_type_ids = {}, const at::Tensor& position_ids = {});
 
   /// Recompute each block in backward instead of keeping its activations (training only).
   void set_gradient_checkpointing(bool enable) { gradient_checkpointing_ = enable; }

@@ -5,10 +5,13 @@
 namespace ctrainer {
 namespace {
 
+at::Tensor optional_input(const Batch& batch, const char* key) {
+  return batch.contains(key) ? batch.at(key) : at::Tensor();
+}
+
 at::Tensor run_decoder(LlamaModel& model, const Batch& batch) {
-  return model->forward(batch.at("input_ids"), batch.contains("attention_mask")
-                                                   ? batch.at("attention_mask")
-                                                   : at::Tensor());
+  return model->forward(batch.at("input_ids"), optional_input(batch, "attention_mask"),
+                        optional_input(batch, "position_ids"));
 }
 
 template <typename Head>

@@ -147,16 +147,19 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) {
   inverse_frequencies_ = rope_inverse_frequencies(c);
 }
 
-at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask) {
+at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                   const at::Tensor& position_ids) {
   const int64_t length = input_ids.size(1);
   at::Tensor hidden = embed_tokens->forward(input_ids);
   // HF LlamaRotaryEmbedding: freqs = position * inv_freq in fp32, emb = [freqs, freqs].
-  const at::Tensor positions = at::arange(length, hidden.options().dtype(at::kFloat));
-  const at::Tensor freqs =
-      positions.unsqueeze(1) * inverse_frequencies_.to(hidden.device()).unsqueeze(0);
+  // Given positions make per-row tables [B, 1, T, D] that broadcast over the heads.
+  const at::Tensor positions = position_ids.defined()
+                                   ? position_ids.to(at::kFloat).unsqueeze(1)
+                                   : at::arange(length, hidden.options().dtype(at::kFloat));
+  const at::Tensor freqs = positions.unsqueeze(-1) * inverse_frequencies_.to(hidden.device());
   const at::Tensor emb = at::cat({freqs, freqs}, -1);
   const RotaryTables rotary{emb.cos().to(hidden.scalar_type()), emb.sin().to(hidden.scalar_type())};
-  const at::Tensor mask = causal_padding_mask(attention_mask, length);
+  const at::Tensor mask = decoder_attention_mask(attention_mask, position_ids, length);
   for (LlamaDecoderLayer& layer : decoder_layers) {
     if (gradient_checkpointing_ && is_training() && at::GradMode::is_enabled()) {
       std::vector<at::Tensor> parameters;

@@ -34,7 +34,8 @@ TORCH_MODULE(LlamaRMSNorm);
 /// linear, llama3), in fp32.
 at::Tensor rope_inverse_frequencies(const LlamaConfig& config);
 
-/// cos and sin [T, head_dim] for positions 0..T-1 (HF LlamaRotaryEmbedding, fp32, cast to dtype).
+/// cos and sin for each position (HF LlamaRotaryEmbedding, fp32, cast to dtype): [T, head_dim]
+/// for positions 0..T-1, or [B, 1, T, head_dim] for given position_ids.
 struct RotaryTables {
   at::Tensor cos, sin;
 };
@@ -88,8 +89,11 @@ class LlamaModelImpl : public torch::nn::Module {
   explicit LlamaModelImpl(const LlamaConfig& config);
 
   /// The last hidden state [B, T, hidden_size] of `input_ids` [B, T]; `attention_mask` [B, T]
-  /// (1 = token) may be undefined. Positions 0..T-1.
-  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {});
+  /// (1 = token) may be undefined. `position_ids` [B, T] default to 0..T-1; without an
+  /// attention_mask, rows they pack with several sequences attend within each sequence only
+  /// (DataCollatorWithFlattening).
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
+                     const at::Tensor& position_ids = {});
 
   void set_gradient_checkpointing(bool enable) { gradient_checkpointing_ = enable; }
 

@@ -7,7 +7,7 @@ import re
 import struct
 
 PROGRAMS = ("run_glue", "ctrainer-train-classifier", "ctrainer-run", "ctrainer-consolidate",
-            "ctrainer-tokenize", "ctrainer-plot")
+            "ctrainer-tokenize", "ctrainer-plot", "run_clm", "run_mlm")
 TIMEOUT_S = 60
 
 # Abbreviations of the commands' common part (explained at the top of docs/errors.md).
@@ -17,7 +17,12 @@ GLUE = GLUE_DATA + ["--config_name", "bert-tiny.json", "--tokenizer_name", "voca
 CLS = ["ctrainer-train-classifier", "--do_train", "--output_dir", "out", "--max_steps", "2",
        "--num_train_examples", "64", "--num_eval_examples", "16", "--report_to", "none",
        "--save_strategy", "no"]
-ABBREVIATIONS = {"$GLUE": GLUE, "$GLUE_DATA": GLUE_DATA, "$CLS": CLS}
+LM_COMMON = ["--output_dir", "out", "--do_train", "--max_steps", "1", "--report_to", "none",
+             "--save_strategy", "no", "--tokenizer_name", "vocab.txt"]
+CLM = ["run_clm"] + LM_COMMON + ["--model_type", "gpt2", "--config_overrides",
+                                 "n_embd=32,n_layer=1,n_head=2,vocab_size=30522,n_positions=64"]
+MLM = ["run_mlm"] + LM_COMMON + ["--config_name", "bert-tiny.json"]
+ABBREVIATIONS = {"$GLUE": GLUE, "$GLUE_DATA": GLUE_DATA, "$CLS": CLS, "$CLM": CLM, "$MLM": MLM}
 
 # Launcher, SageMaker and tracking variables a case must not inherit from the caller's shell.
 CLEANED_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "PMIX_", "SM_", "SMDATAPARALLEL_", "MLFLOW_",
@@ -798,6 +803,38 @@ def cases():
              files={"run/trainer_state.json": '{"log_history": []}'}),
     ]
 
+    text = {"text.txt": "In the beginning God created the heaven and the earth.\n" * 4}
+    language_modeling = [
+        Case("a dataset of the Hugging Face hub", ["$CLM", "--dataset_name", "wikitext"]),
+        Case("a train file that is not .txt, .json or .jsonl",
+             ["$CLM", "--train_file", "text.csv"], files={"text.csv": "text\nhello\n"}),
+        Case("a JSON lines file with a broken line", ["$CLM", "--train_file", "text.jsonl"],
+             files={"text.jsonl": '{"text": "hello"}\n{"text": \n'}),
+        Case("a JSON lines file whose text is a number", ["$CLM", "--train_file", "text.jsonl"],
+             files={"text.jsonl": '{"text": 3}\n'}),
+        Case("--config_overrides with a key the config lacks",
+             ["$CLM", "--train_file", "text.txt", "--config_overrides", "n_layers=2"], files=text),
+        Case("--config_overrides with a word for an integer",
+             ["$CLM", "--train_file", "text.txt", "--config_overrides", "n_embd=wide"], files=text),
+        Case("--config_overrides with --config_name",
+             ["$MLM", "--train_file", "text.txt", "--config_overrides", "hidden_size=64"],
+             files=text),
+        Case("a block_size longer than the text",
+             ["$CLM", "--train_file", "text.txt", "--block_size", "64"], files=text),
+        Case("a tokenizer with more tokens than the config's vocab_size",
+             ["run_clm"] + LM_COMMON + ["--model_type", "gpt2", "--config_overrides",
+                                        "vocab_size=1000", "--train_file", "text.txt"],
+             files=text),
+        Case("--max_seq_length beyond the model's positions",
+             ["$MLM", "--train_file", "text.txt", "--max_seq_length", "1024"], files=text),
+        Case("--whole_word_mask with a tokenizer that has no offsets",
+             ["$MLM", "--train_file", "text.txt", "--whole_word_mask"], files=text),
+        Case("--pad_to_max_length without --line_by_line",
+             ["$MLM", "--train_file", "text.txt", "--pad_to_max_length"], files=text),
+        Case("--mlm_probability above 1",
+             ["$MLM", "--train_file", "text.txt", "--mlm_probability", "1.5"], files=text),
+    ]
+
     return [
         ("Command-line flags", flags),
         ("Arguments JSON (--config FILE.json)", args_json),
@@ -811,4 +848,5 @@ def cases():
         ("Launcher arguments (ctrainer-run)", launcher),
         ("Environment variables (torchrun, SLURM, OpenMPI, SageMaker, MLflow)", env),
         ("ctrainer-tokenize and ctrainer-plot", tokenize_plot),
+        ("Language-model text files and models (run_clm, run_mlm)", language_modeling),
     ]

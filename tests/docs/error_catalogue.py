@@ -17,7 +17,8 @@ Both --write and --check exit 1 when a case fails an assertion (listed on stderr
 of the program, to be fixed there, not here.
 
 The programs come from CTRAINER_BIN_<TARGET> environment variables (RUN_GLUE,
-CTRAINER_TRAIN_CLASSIFIER, CTRAINER_RUN, CTRAINER_CONSOLIDATE, CTRAINER_TOKENIZE, CTRAINER_PLOT),
+CTRAINER_TRAIN_CLASSIFIER, CTRAINER_RUN, CTRAINER_CONSOLIDATE, CTRAINER_TOKENIZE, CTRAINER_PLOT,
+RUN_CLM, RUN_MLM),
 the bundled data from CTRAINER_SOURCE_DIR. Python standard library only.
 """
 import argparse
@@ -39,7 +40,8 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from error_cases import (  # noqa: E402  (the table of cases, next to this file)
-    ABBREVIATIONS, CLEANED, CLEANED_PREFIXES, CLS, GLUE, GLUE_DATA, PREPARED, PROGRAMS, TIMEOUT_S, cases, code, write)
+    ABBREVIATIONS, CLEANED, CLEANED_PREFIXES, CLM, CLS, GLUE, GLUE_DATA, MLM, PREPARED, PROGRAMS, TIMEOUT_S,
+    cases, code, write)
 
 # ---- running them --------------------------------------------------------------------------------
 
@@ -343,6 +345,8 @@ def markdown(results):
         f"- `$GLUE_DATA` = `{shlex.join(GLUE_DATA)}`",
         "- `$GLUE` = `$GLUE_DATA --config_name bert-tiny.json --tokenizer_name vocab.txt`",
         f"- `$CLS` = `{shlex.join(CLS)}`",
+        f"- `$CLM` = `{shlex.join(CLM)}`",
+        f"- `$MLM` = `{shlex.join(MLM)}`",
         "",
         wrap(f"Exit codes seen: {seen}. The message is the whole error text; the log lines "
              "before it are left out."),

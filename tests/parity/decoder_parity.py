@@ -18,8 +18,16 @@ TOLERANCE = 1e-5
 VOCAB, LENGTH, BATCH, PAD = 97, 12, 4, 0
 
 def make_batch(task, num_labels, seed, left=False, no_mask=False, token_types=False,
-               ignore_some=False):
-    """Ragged sequences padded with PAD (ids never PAD inside a sequence)."""
+               ignore_some=False, packed=False):
+    """Ragged sequences padded with PAD (ids never PAD inside a sequence); with `packed`, the
+    same sequences as DataCollatorWithFlattening packs them: one row, no padding and no
+    attention_mask, position_ids restarting at 0 and label -100 at each sequence's start."""
+    if packed:
+        padded = make_batch(task, num_labels, seed)
+        rows = [padded["input_ids"][r][padded["attention_mask"][r] == 1] for r in range(BATCH)]
+        labels = [torch.cat([torch.tensor([-100]), row[1:]]) for row in rows]
+        return {"input_ids": torch.cat(rows).unsqueeze(0), "labels": torch.cat(labels).unsqueeze(0),
+                "position_ids": torch.cat([torch.arange(len(row)) for row in rows]).unsqueeze(0)}
     g = torch.Generator().manual_seed(seed)
     lengths = [LENGTH, LENGTH - 3, LENGTH - 7, 5] if not no_mask else [LENGTH] * BATCH
     ids = torch.full((BATCH, LENGTH), PAD, dtype=torch.int64)
@@ -38,6 +46,9 @@ def make_batch(task, num_labels, seed, left=False, no_mask=False, token_types=Fa
         if ignore_some:
             labels[:, :3] = -100
         batch["labels"] = labels
+    elif task == "masked_lm":  # a third of the real tokens are targets, as after masking
+        keep = (torch.rand(ids.shape, generator=g) < 0.33) & (mask == 1)
+        batch["labels"] = ids.masked_fill(~keep, -100)
     elif num_labels == 1:
         batch["labels"] = torch.rand(BATCH, generator=g) * 4
     else:
@@ -59,7 +70,12 @@ def ours(batch, scratch, tag, task, model=None, config=None, save=None, extra=()
 def theirs(model, batch):
     model.eval()
     model.zero_grad(set_to_none=True)
-    result = model(**batch)
+    # transformers 5.24 looks for packed rows in position_ids only without a cache, and its
+    # default use_cache=True makes one even in training: SDPA then attends across the packed
+    # sequences (only the flash-attention kernels read position_ids). DataCollatorWithFlattening's
+    # promise, which ours keeps, is what it computes with use_cache=False.
+    extra = {"use_cache": False} if "position_ids" in batch else {}
+    result = model(**batch, **extra)
     out = {"logits": result.logits.detach(), "loss": result.loss.detach()}
     result.loss.backward()
     for name, parameter in model.named_parameters():
@@ -93,7 +109,7 @@ def hf_to_ours(scratch, cases, make_model, prepare_folder=None):
         reference = theirs(model, batch)
         if len([k for k in reference if k.startswith("grad.")]) != len(list(model.parameters())):
             sys.exit("parity: transformers' gradients were not all collected")
-        if task != "causal_lm" and problem_type != model.config.problem_type:
+        if task == "sequence_classification" and problem_type != model.config.problem_type:
             differences.append(f"{tag}: problem_type {problem_type!r} (ours) vs "
                                f"{model.config.problem_type!r} (transformers)")
         differences += bert_parity.compare(f"transformers -> ours, {tag}", mine, reference,

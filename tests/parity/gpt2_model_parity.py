@@ -38,6 +38,7 @@ CASES = [
     ("lm_relu_unscaled", "causal_lm", dict(activation_function="relu", scale_attn_weights=False),
      {}),
     ("lm_gelu_no_mask", "causal_lm", dict(activation_function="gelu"), dict(no_mask=True)),
+    ("lm_packed_position_ids", "causal_lm", {}, dict(packed=True)),
     ("lm_token_types_ignored_labels", "causal_lm", {}, dict(token_types=True, ignore_some=True)),
     ("cls_right_padding", "sequence_classification", dict(num_labels=3, pad_token_id=PAD), {}),
     ("cls_left_padding", "sequence_classification", dict(num_labels=3, pad_token_id=PAD),

@@ -43,6 +43,7 @@ CASES = [
     ("lm_rope_linear_head_dim", "causal_lm",
      dict(head_dim=16, rope_parameters={"rope_type": "linear", "rope_theta": 500.0,
                                         "factor": 2.0}), {}),
+    ("lm_packed_position_ids", "causal_lm", dict(num_key_value_heads=2), dict(packed=True)),
     ("lm_pad_row_no_mask", "causal_lm", dict(pad_token_id=PAD, hidden_act="gelu"),
      dict(no_mask=True)),
     ("lm_legacy_rope_keys", "causal_lm",

@@ -6,11 +6,12 @@
 //                              [--max_shard_size SIZE]) --inputs in.safetensors
 //                              --output out.safetensors
 //
-// TASK: causal_lm or sequence_classification. --model loads a folder with AutoModel's
+// TASK: causal_lm, masked_lm or sequence_classification. --model loads a folder with AutoModel's
 // from_pretrained; --config creates a model with new weights (our initialisation after
 // torch::manual_seed(N)) and writes it with save_pretrained to --save, for transformers to load
 // (in shards past --max_shard_size, "20KB" as transformers reads it; default its 50GB).
-// Inputs: input_ids [B, T] int64, optional attention_mask, token_type_ids and labels.
+// Inputs: input_ids [B, T] int64, optional attention_mask, token_type_ids, position_ids and
+// labels.
 // Outputs: logits, and with labels: loss and grad.<name> for every parameter (HF state-dict
 // names). Metadata: problem_type (config.json's after the forward).
 #include <cstdio>
@@ -30,7 +31,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ctrainer_parity_model_dump --task causal_lm|sequence_classification (--model DIR | "
+    "usage: ctrainer_parity_model_dump --task causal_lm|masked_lm|sequence_classification (--model "
+    "DIR | "
     "--config FILE --seed N --save DIR [--max_shard_size SIZE]) --inputs FILE.safetensors "
     "--output FILE.safetensors\n";
 
@@ -58,7 +60,9 @@ Args parse_args(int argc, char** argv) {
 ctrainer::ModelTask task_of(const std::string& name) {
   if (name == "causal_lm") return ctrainer::ModelTask::kCausalLM;
   if (name == "sequence_classification") return ctrainer::ModelTask::kSequenceClassification;
-  throw ctrainer::ArgumentError("--task " + name + ": use causal_lm or sequence_classification");
+  if (name == "masked_lm") return ctrainer::ModelTask::kMaskedLM;
+  throw ctrainer::ArgumentError("--task " + name +
+                                ": use causal_lm, masked_lm or sequence_classification");
 }
 
 int run(const Args& args) {
@@ -84,6 +88,10 @@ int run(const Args& args) {
     result.loss.backward();
     out["loss"] = result.loss.detach();
     for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+      if (!item.value().requires_grad()) {  // frozen: zeros, as transformers' side reports
+        out["grad." + item.key()] = at::zeros_like(item.value());
+        continue;
+      }
       if (!item.value().grad().defined())
         throw std::runtime_error("parameter " + item.key() + " got no gradient");
       out["grad." + item.key()] = item.value().grad();

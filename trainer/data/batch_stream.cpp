@@ -38,7 +38,8 @@ Batch BatchStream::build(int64_t index) const {
   const int64_t batch_size = loader_.options().batch_size;
   const int64_t begin = index * batch_size;
   const int64_t end = std::min<int64_t>(begin + batch_size, static_cast<int64_t>(order_->size()));
-  return loader_.collate(std::vector<int64_t>(order_->begin() + begin, order_->begin() + end));
+  return loader_.collate(std::vector<int64_t>(order_->begin() + begin, order_->begin() + end),
+                         epoch_);
 }
 
 void BatchStream::work(int64_t worker) {

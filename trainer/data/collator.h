@@ -1,16 +1,31 @@
 #pragma once
 /// \file Collators turn a list of examples into one batch.
+#include <cstdint>
 #include <vector>
 
 #include <ctrainer/core/batch.h>
 
 namespace ctrainer {
 
+/// Where a batch comes from: the loader's epoch and the dataset indices of its examples.
+/// Collators that draw random numbers (MLM masking) seed them from it, so that a batch gets the
+/// same draws whichever loader thread builds it and whether or not the run was resumed.
+struct BatchOrigin {
+  int64_t epoch = 0;
+  std::vector<int64_t> dataset_indices;
+};
+
 /// Builds a batch from examples (HF's data_collator).
 class DataCollator {
  public:
   virtual ~DataCollator() = default;
   virtual Batch operator()(const std::vector<Example>& examples) const = 0;
+  /// What the DataLoader calls: operator() unless the collator draws random numbers, in which
+  /// case it draws them from a generator seeded by `origin`.
+  virtual Batch collate(const std::vector<Example>& examples, const BatchOrigin& origin) const {
+    (void)origin;
+    return (*this)(examples);
+  }
 };
 
 /// Stacks every key along a new first dimension (HF's DefaultDataCollator). All examples must

@@ -67,7 +67,7 @@ namespace {
 
 }  // namespace
 
-Batch DataLoader::collate(const std::vector<int64_t>& indices) const {
+Batch DataLoader::collate(const std::vector<int64_t>& indices, std::optional<int64_t> epoch) const {
   std::optional<Batch> out;
   if (default_collator_) {
     try {
@@ -94,7 +94,9 @@ Batch DataLoader::collate(const std::vector<int64_t>& indices) const {
         rethrow_naming_example(i);
       }
     }
-    out = (*collator_)(examples);
+    out = collator_->collate(examples,
+                             BatchOrigin{.epoch = epoch.value_or(std::max<int64_t>(epoch_, 0)),
+                                         .dataset_indices = indices});
   }
 #ifdef CTRAINER_WITH_CUDA
   if (options_.pin_memory) return out->pinned();

@@ -3,6 +3,7 @@
 /// and a prefetching stream over a range of batches.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ctrainer/trainer/data/collator.h>
@@ -49,8 +50,10 @@ class DataLoader {
   /// Number of examples in batch `index` without building it.
   int64_t batch_num_examples(int64_t index) const;
   /// The batch of the given dataset indices (the collator, or the dataset's stacked fast path
-  /// with the default collator; pinned like batch()).
-  Batch collate(const std::vector<int64_t>& dataset_indices) const;
+  /// with the default collator; pinned like batch()), as built in `epoch` (default: the
+  /// current one), which collators that draw random numbers seed them with.
+  Batch collate(const std::vector<int64_t>& dataset_indices,
+                std::optional<int64_t> epoch = std::nullopt) const;
   /// The current epoch's dataset indices, in visiting order (shared, immutable).
   std::shared_ptr<const std::vector<int64_t>> epoch_order() const { return order_; }
   /// Where the loader stands after consuming `position` batches of the current epoch.
