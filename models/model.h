@@ -84,6 +84,16 @@ class Model : public torch::nn::Module {
   /// classes when the configuration names none. The classes must declare a ForwardHookPoint.
   virtual std::vector<std::string> no_split_modules() const { return {}; }
 
+  /// NEFTune (--neftune_noise_alpha): while training, uniform noise of magnitude
+  /// alpha / sqrt(T * hidden) on the output of the input embeddings, as transformers' hook adds
+  /// it (unset: none). Models without input embeddings throw ArgumentError when given one.
+  virtual void set_neftune_noise_alpha(std::optional<double> alpha) {
+    if (alpha)
+      throw ArgumentError(
+          "--neftune_noise_alpha: this model has no input embeddings to add "
+          "NEFTune noise to");
+  }
+
   /// Whether gradient_checkpointing_enable() works (HF supports_gradient_checkpointing).
   virtual bool supports_gradient_checkpointing() const { return false; }
 

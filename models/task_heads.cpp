@@ -43,12 +43,15 @@ at::Tensor sequence_classification_loss(const at::Tensor& logits, const at::Tens
 }
 
 at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels,
-                          std::optional<int64_t> num_items_in_batch) {
+                          std::optional<int64_t> num_items_in_batch,
+                          const at::Tensor& shift_labels) {
   namespace F = torch::nn::functional;
   constexpr int64_t kIgnoreIndex = -100;
   const at::Tensor shifted =
-      F::pad(labels.to(at::kLong), F::PadFuncOptions({0, 1}).value(kIgnoreIndex))
-          .narrow(-1, 1, labels.size(-1));
+      shift_labels.defined()
+          ? shift_labels.to(at::kLong)
+          : F::pad(labels.to(at::kLong), F::PadFuncOptions({0, 1}).value(kIgnoreIndex))
+                .narrow(-1, 1, labels.size(-1));
   auto options = F::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex);
   if (num_items_in_batch) options.reduction(torch::kSum);
   at::Tensor loss = F::cross_entropy(logits.to(at::kFloat).reshape({-1, logits.size(-1)}),
@@ -82,8 +85,12 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_hea
                              std::optional<int64_t> num_items_in_batch) {
   ModelOutput out;
   out.logits = lm_head ? lm_head->forward(hidden) : at::linear(hidden, tied_embedding);
+  // As transformers: a loss only with labels; a batch's shift_labels (already shifted, from
+  // collators that shift themselves) replace the labels' own shift.
   if (batch.contains("labels"))
-    out.loss = causal_lm_loss(out.logits, batch.at("labels"), num_items_in_batch);
+    out.loss =
+        causal_lm_loss(out.logits, batch.at("labels"), num_items_in_batch,
+                       batch.contains("shift_labels") ? batch.at("shift_labels") : at::Tensor());
   return out;
 }
 

@@ -22,12 +22,14 @@ namespace ctrainer {
 at::Tensor sequence_classification_loss(const at::Tensor& logits, const at::Tensor& labels,
                                         std::optional<std::string>& problem_type);
 
-/// transformers' ForCausalLMLoss: labels padded with -100 on the right and shifted left by one,
-/// cross-entropy of the fp32 logits [B, T, V] over the labels that are not -100: their mean
-/// (NaN when there are none, as torch's), or, given `num_items_in_batch` (the label tokens of the
-/// whole accumulation window), their sum divided by it.
+/// transformers' ForCausalLMLoss: labels padded with -100 on the right and shifted left by one
+/// (or `shift_labels` [B, T], already shifted, as given), cross-entropy of the fp32 logits
+/// [B, T, V] over the targets that are not -100: their mean (NaN when there are none, as
+/// torch's), or, given `num_items_in_batch` (the targets of the whole accumulation window),
+/// their sum divided by it.
 at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels,
-                          std::optional<int64_t> num_items_in_batch = std::nullopt);
+                          std::optional<int64_t> num_items_in_batch = std::nullopt,
+                          const at::Tensor& shift_labels = {});
 
 /// What a decoder classifier reads: the rows [B, H] of `hidden` [B, T, H] at each sequence's
 /// rightmost token of `input_ids` [B, T] that is not `pad_token_id` (so left and right padding
@@ -38,7 +40,8 @@ at::Tensor last_non_pad_hidden(const at::Tensor& hidden, const at::Tensor& input
 
 /// A causal LM head's output: logits of `hidden` through `lm_head`, or through the token
 /// embedding `tied_embedding` when lm_head is null (tie_word_embeddings), and causal_lm_loss()
-/// when the batch carries "labels" (normalised by `num_items_in_batch` when given).
+/// when the batch carries "labels" (its "shift_labels" instead of their shift when it has them;
+/// normalised by `num_items_in_batch` when given).
 ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_head,
                              const at::Tensor& tied_embedding, const Batch& batch,
                              std::optional<int64_t> num_items_in_batch = std::nullopt);

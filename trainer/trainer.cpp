@@ -75,6 +75,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   // Before the strategy wraps the model: recomputation is a property of the model's layers.
   // Models without support refuse with an error naming the flag.
   if (args_.gradient_checkpointing) model_->gradient_checkpointing_enable();
+  // Noise only while training: evaluate() runs the model in eval mode, as HF's hook skips it.
+  if (args_.neftune_noise_alpha) model_->set_neftune_noise_alpha(args_.neftune_noise_alpha);
   // One process: SingleDeviceStrategy. Several (or any sharding): the process group is joined
   // here (collective), every rank's arguments and model are checked against rank 0's, and the
   // strategy's setup broadcasts rank 0's weights (ZeRO: and shards them).

@@ -1,4 +1,5 @@
 #include <ctrainer/models/bert/bert_embeddings.h>
+#include <ctrainer/models/neftune.h>
 
 #include <ctrainer/core/errors.h>
 
@@ -33,7 +34,8 @@ at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids,
     throw ArgumentError("token_type_ids must have the shape of input_ids");
   // HF's order of additions: (words + token types) + positions.
   auto hooks = hook_point_.enter();
-  at::Tensor embeddings = word_embeddings->forward(input_ids);
+  at::Tensor embeddings =
+      with_neftune_noise(word_embeddings->forward(input_ids), neftune_noise_alpha, is_training());
   if (token_type_ids.defined()) {
     embeddings = embeddings + token_type_embeddings->forward(token_type_ids);
   } else {

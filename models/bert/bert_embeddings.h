@@ -2,6 +2,8 @@
 /// \file BertEmbeddings: word + token-type + absolute position embeddings, LayerNorm, dropout
 /// (HF modeling_bert.BertEmbeddings; parameter names word_embeddings, position_embeddings,
 /// token_type_embeddings, LayerNorm).
+#include <optional>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/normalization.h>
@@ -20,6 +22,9 @@ class BertEmbeddingsImpl : public torch::nn::Module {
   /// Positions are 0..T-1. Returns [B, T, hidden_size]. Throws ArgumentError when T exceeds
   /// max_position_embeddings or the shapes disagree.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids);
+
+  /// NEFTune noise on word_embeddings' output while training (unset: none).
+  std::optional<double> neftune_noise_alpha;
 
   torch::nn::Embedding word_embeddings{nullptr};
   torch::nn::Embedding position_embeddings{nullptr};

@@ -85,6 +85,9 @@ class BertForMaskedLM : public Model {
   void gradient_checkpointing_enable(bool enable = true) override {
     bert->set_gradient_checkpointing(enable);
   }
+  void set_neftune_noise_alpha(std::optional<double> alpha) override {
+    bert->embeddings->neftune_noise_alpha = alpha;
+  }
 
   /// The checkpoint-matching rules above, for load_pretrained_weights().
   static WeightLoadOptions weight_load_options(bool tie_word_embeddings);

@@ -81,6 +81,9 @@ class BertForSequenceClassification : public Model {
 
   bool supports_gradient_checkpointing() const override { return true; }
   void gradient_checkpointing_enable(bool enable = true) override;
+  void set_neftune_noise_alpha(std::optional<double> alpha) override {
+    bert->embeddings->neftune_noise_alpha = alpha;
+  }
 
   /// The checkpoint-matching rules above, for load_pretrained_weights().
   static WeightLoadOptions weight_load_options();

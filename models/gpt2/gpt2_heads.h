@@ -30,6 +30,9 @@ class GPT2PreTrainedModel : public Model {
   void gradient_checkpointing_enable(bool enable = true) override {
     transformer->set_gradient_checkpointing(enable);
   }
+  void set_neftune_noise_alpha(std::optional<double> alpha) override {
+    transformer->neftune_noise_alpha = alpha;
+  }
   /// The rules above, for load_pretrained_weights(); `architecture` names the class.
   static WeightLoadOptions weight_load_options(const std::string& architecture,
                                                const GPT2Config& config);

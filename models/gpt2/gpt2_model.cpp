@@ -10,6 +10,7 @@
 #include <ctrainer/models/activations.h>
 #include <ctrainer/models/attention_mask.h>
 #include <ctrainer/models/gradient_checkpointing.h>
+#include <ctrainer/models/neftune.h>
 
 namespace ctrainer {
 
@@ -102,7 +103,9 @@ at::Tensor GPT2ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
       position_ids.defined()
           ? position_ids
           : at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
-  at::Tensor hidden = wte->forward(input_ids) + wpe->forward(positions);
+  at::Tensor hidden =
+      with_neftune_noise(wte->forward(input_ids), neftune_noise_alpha, is_training()) +
+      wpe->forward(positions);
   if (token_type_ids.defined()) hidden = hidden + wte->forward(token_type_ids);
   hidden = drop->forward(hidden);
   const at::Tensor mask = decoder_attention_mask(attention_mask, position_ids, length);

@@ -3,6 +3,8 @@
 /// pre-LayerNorm blocks of causal self-attention and an MLP, a final LayerNorm. Parameter names
 /// are HF's state-dict keys (wte.weight, h.0.attn.c_attn.weight, ...), and the projections are
 /// HF's Conv1D (weights stored [in, out]), so checkpoints load without renaming or transposing.
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -87,6 +89,9 @@ class GPT2ModelImpl : public torch::nn::Module {
   /// pack with several sequences attend within each sequence only (DataCollatorWithFlattening).
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                      const at::Tensor& token_type_ids = {}, const at::Tensor& position_ids = {});
+
+  /// NEFTune noise on wte's output while training (unset: none).
+  std::optional<double> neftune_noise_alpha;
 
   /// Recompute each block in backward instead of keeping its activations (training only).
   void set_gradient_checkpointing(bool enable) { gradient_checkpointing_ = enable; }

@@ -29,6 +29,9 @@ class LlamaPreTrainedModel : public Model {
   void gradient_checkpointing_enable(bool enable = true) override {
     model->set_gradient_checkpointing(enable);
   }
+  void set_neftune_noise_alpha(std::optional<double> alpha) override {
+    model->neftune_noise_alpha = alpha;
+  }
   static WeightLoadOptions weight_load_options(const std::string& architecture,
                                                const LlamaConfig& config);
 

@@ -11,6 +11,7 @@
 #include <ctrainer/models/activations.h>
 #include <ctrainer/models/attention_mask.h>
 #include <ctrainer/models/gradient_checkpointing.h>
+#include <ctrainer/models/neftune.h>
 
 namespace ctrainer {
 namespace {
@@ -150,7 +151,8 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) {
 at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                    const at::Tensor& position_ids) {
   const int64_t length = input_ids.size(1);
-  at::Tensor hidden = embed_tokens->forward(input_ids);
+  at::Tensor hidden =
+      with_neftune_noise(embed_tokens->forward(input_ids), neftune_noise_alpha, is_training());
   // HF LlamaRotaryEmbedding: freqs = position * inv_freq in fp32, emb = [freqs, freqs].
   // Given positions make per-row tables [B, 1, T, D] that broadcast over the heads.
   const at::Tensor positions = position_ids.defined()

@@ -3,6 +3,8 @@
 /// gradient), pre-RMSNorm layers of grouped-query causal self-attention with rotary position
 /// embeddings and a gated MLP (SwiGLU), a final RMSNorm. Parameter names are HF's state-dict keys
 /// (embed_tokens.weight, layers.0.self_attn.q_proj.weight, ..., norm.weight).
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -96,6 +98,9 @@ class LlamaModelImpl : public torch::nn::Module {
                      const at::Tensor& position_ids = {});
 
   void set_gradient_checkpointing(bool enable) { gradient_checkpointing_ = enable; }
+
+  /// NEFTune noise on embed_tokens' output while training (unset: none).
+  std::optional<double> neftune_noise_alpha;
 
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};

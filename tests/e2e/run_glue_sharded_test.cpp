@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -205,6 +206,30 @@ TEST_F(RunGlueSharded, ShardedCheckpointResumesOnThreeThenOneProcesses) {
   EXPECT_EQ(ctrainer::testing::read_text_file(dir_ / "consolidated" / "model.safetensors"),
             ctrainer::testing::read_text_file(checkpoint2 / "model.safetensors"));
   EXPECT_TRUE(fs::exists(dir_ / "consolidated" / "config.json"));
+  // Past --max_shard_size, shards and an index naming every tensor of the single file.
+  const auto sharded = ctrainer::testing::run_shell(
+      std::string(CTRAINER_CONSOLIDATE_BINARY) + " --max_shard_size 20KB " + checkpoint2.string() +
+      " " + (dir_ / "consolidated_shards").string());
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+  const nlohmann::json index =
+      read_json(dir_ / "consolidated_shards" / "model.safetensors.index.json");
+  std::set<std::string> files, indexed;
+  for (const auto& [name, file] : index.at("weight_map").items()) {
+    indexed.insert(name);
+    files.insert(file.get<std::string>());
+  }
+  EXPECT_GT(files.size(), 1u);
+  for (const std::string& file : files)
+    EXPECT_TRUE(fs::exists(dir_ / "consolidated_shards" / file)) << file;
+  EXPECT_FALSE(fs::exists(dir_ / "consolidated_shards" / "model.safetensors"));
+  const std::string single = ctrainer::testing::read_text_file(checkpoint2 / "model.safetensors");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, single.data(), sizeof header_size);
+  std::set<std::string> expected;
+  const nlohmann::json header = nlohmann::json::parse(single.substr(8, header_size));
+  for (const auto& [name, entry] : header.items())
+    if (name != "__metadata__") expected.insert(name);
+  EXPECT_EQ(indexed, expected);
   const auto not_sharded =
       ctrainer::testing::run_shell(std::string(CTRAINER_CONSOLIDATE_BINARY) + " " +
                                    (dir_ / "data").string() + " " + (dir_ / "nowhere").string());

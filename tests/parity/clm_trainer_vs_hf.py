@@ -10,7 +10,8 @@ num_items_in_batch, the target tokens (labels[..., 1:] not -100) of the whole wi
 
 Checks, within 1e-4 relative: every step's loss, grad_norm and learning_rate (epoch and step
 exactly), and again with label_smoothing_factor 0.1 (HF's LabelSmoother on the shifted labels,
-divided by the window's num_items_in_batch). And that the check can fail: HF's Trainer with model_accepts_loss_kwargs = False
+divided by the window's num_items_in_batch) and with neftune_noise_alpha 5 (noise on the input
+embeddings drawn from the global generator, as transformers' hook draws it). And that the check can fail: HF's Trainer with model_accepts_loss_kwargs = False
 (each micro-batch's own mean, divided by the accumulation steps: the normalisation of
 classifiers) logs losses that differ from ours beyond the tolerance on most steps.
 """
@@ -151,6 +152,28 @@ def main():
                                      step_entries(smoothed_hf.state.log_history))
         if all(relative(a["loss"], b["loss"]) <= RTOL for a, b in zip(smoothed, ours)):
             differences.append("label smoothing 0.1 left the losses unchanged")
+
+        # NEFTune: uniform noise on the input embeddings in training, from the global generator.
+        neftune = {"neftune_noise_alpha": 5.0}
+        noisy = train_ours(tmp, init, data, "ours_neftune", neftune)
+        noisy_hf = hf_trainer(init, os.path.join(tmp, "hf_neftune"), rows, **neftune)
+        # torch's DataLoader draws its workers' base seed from the global generator each time an
+        # epoch's iterator starts (one int64 draw, even with no workers); ours has no worker seed
+        # to draw. The reference loader draws it from a generator of its own, so that the global
+        # stream NEFTune's noise comes from is the same on both sides.
+        make_loader = noisy_hf.get_train_dataloader
+
+        def loader_with_its_own_generator():
+            loader = make_loader()  # accelerate's DataLoaderShard around torch's DataLoader
+            getattr(loader, "base_dataloader", loader).generator = torch.Generator().manual_seed(0)
+            return loader
+
+        noisy_hf.get_train_dataloader = loader_with_its_own_generator
+        noisy_hf.train()
+        differences += compare_steps("neftune_noise_alpha 5: ", noisy,
+                                     step_entries(noisy_hf.state.log_history))
+        if all(relative(a["loss"], b["loss"]) <= RTOL for a, b in zip(noisy, ours)):
+            differences.append("neftune_noise_alpha 5 left the losses unchanged")
 
         # The guard: the normalisation by micro-batch means trains differently.
         per_batch = hf_trainer(init, os.path.join(tmp, "hf_per_batch"), rows)

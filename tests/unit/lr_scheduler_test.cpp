@@ -375,6 +375,13 @@ TEST(LrScheduler, GetWarmupSteps) {
   EXPECT_EQ(get_warmup_steps(args, 100), 10);
   args.warmup_steps = 7;  // explicit steps win over the ratio
   EXPECT_EQ(get_warmup_steps(args, 95), 7);
+  // transformers 5: below 1, warmup_steps is itself a ratio (and wins over warmup_ratio).
+  args.warmup_steps = 0.05;
+  EXPECT_EQ(get_warmup_steps(args, 95), 5);   // ceil(4.75)
+  EXPECT_EQ(get_warmup_steps(args, 100), 5);  // ceil(5.0)
+  EXPECT_EQ(get_warmup_steps(args, 1000), 50);
+  args.warmup_steps = 1;  // 1 is one step, not 100 %
+  EXPECT_EQ(get_warmup_steps(args, 1000), 1);
 }
 
 }  // namespace

@@ -62,6 +62,27 @@ TEST(TokenLevelLoss, TheLossWithACountIsTheTokenSumDividedByIt) {
   EXPECT_TRUE(model->loss_shifts_labels());
 }
 
+TEST(TokenLevelLoss, ShiftLabelsFromTheCollatorAreUsedAsTheyAre) {
+  auto model = tiny_llama();
+  const Batch batch = ragged_rows();
+  const at::Tensor labels = batch.at("labels");
+  // What a collator that shifts for the model provides (HF's shift_labels).
+  Batch shifted = batch;
+  shifted.set(
+      "shift_labels",
+      at::cat({labels.narrow(1, 1, kLength - 1), at::full({kExamples, 1}, -100, at::kLong)}, 1));
+  EXPECT_EQ(count_label_tokens({shifted}, /*shifts_labels=*/true), 21);
+  EXPECT_NEAR(model->forward(shifted).loss.item<double>(),
+              model->forward(batch).loss.item<double>(), 1e-6);
+  // Not shifted again: only the targets they name count, and the loss follows them.
+  Batch first_only = batch;
+  first_only.set("shift_labels", labels.masked_fill(at::arange(kLength).ne(0).unsqueeze(0), -100));
+  EXPECT_EQ(count_label_tokens({first_only}, true), 8);  // every row starts with a token
+  EXPECT_GT(std::abs(model->forward(first_only).loss.item<double>() -
+                     model->forward(batch).loss.item<double>()),
+            1e-4);
+}
+
 struct RunResult {
   std::vector<at::Tensor> parameters;
   double first_logged_loss = 0;

@@ -512,5 +512,26 @@ TEST(TrainingArgumentsParsing, IncludeNumInputTokensSeenTakesItsChoicesAndBoolea
     EXPECT_NE(error.find(part), std::string::npos) << error;
 }
 
+TEST(TrainingArgumentsParsing, ActivationCheckpointingIsTheNameGradientCheckpointingTheAlias) {
+  EXPECT_TRUE(parse_ok({"--activation_checkpointing"}).gradient_checkpointing);
+  EXPECT_TRUE(parse_ok({"--gradient_checkpointing"}).gradient_checkpointing);
+  // transformers 5: the new name wins over the alias, in either order.
+  EXPECT_FALSE(parse_ok({"--activation_checkpointing", "false", "--gradient_checkpointing"})
+                   .gradient_checkpointing);
+  EXPECT_FALSE(parse_ok({"--gradient_checkpointing", "--activation_checkpointing", "false"})
+                   .gradient_checkpointing);
+  // training_args.json carries both names with the one value, as transformers writes them.
+  const nlohmann::json written = to_json(parse_ok({"--gradient_checkpointing"}));
+  EXPECT_EQ(written["activation_checkpointing"], true);
+  EXPECT_EQ(written["gradient_checkpointing"], true);
+}
+
+TEST(TrainingArgumentsParsing, WarmupStepsBelowOneAreARatio) {
+  EXPECT_DOUBLE_EQ(parse_ok({"--warmup_steps", "0.1"}).warmup_steps, 0.1);
+  EXPECT_DOUBLE_EQ(parse_ok({"--warmup_steps", "3"}).warmup_steps, 3.0);
+  EXPECT_NE(parse_error({"--warmup_steps", "2.5"}).find("whole number"), std::string::npos);
+  EXPECT_NE(parse_error({"--warmup_steps", "-0.1"}).find("--warmup_steps"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ctrainer

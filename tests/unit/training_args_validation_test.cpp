@@ -95,6 +95,8 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"tf32", nullptr},
       {"label_smoothing_factor", 0.0},
       {"gradient_checkpointing", false},
+      {"activation_checkpointing", false},
+      {"neftune_noise_alpha", nullptr},
       {"local_rank", -1},
       {"ddp_backend", nullptr},
       {"ddp_timeout", 1800},
@@ -107,7 +109,7 @@ TEST(TrainingArgumentsTest, DefaultsEqualHuggingFace) {
       {"deepspeed", nullptr},
   };
   const json actual = to_json(TrainingArguments{});
-  EXPECT_EQ(actual.size(), 75u);
+  EXPECT_EQ(actual.size(), 77u);
   EXPECT_EQ(actual, expected) << json::diff(expected, actual).dump(2);
   EXPECT_EQ(training_args_options().size(), expected.size());
 }
@@ -157,7 +159,7 @@ TEST(ArgumentParserTest, BadValuesNameTheFlag) {
       {{"--num_train_epochs", "-1"}, "--num_train_epochs must be >= 0"},
       {{"--max_steps", "0"}, "--max_steps must be -1 (train for num_train_epochs) or > 0"},
       {{"--max_steps", "-2"}, "--max_steps must be -1"},
-      {{"--warmup_steps", "-5"}, "--warmup_steps must be >= 0 (got -5)"},
+      {{"--warmup_steps", "-5"}, "--warmup_steps must be >= 0 (got -5.0)"},
       {{"--warmup_ratio", "1.5"}, "--warmup_ratio must be in [0, 1] (got 1.5)"},
       {{"--per_device_train_batch_size", "-8"}, "--per_device_train_batch_size must be >= 1"},
       {{"--per_device_eval_batch_size", "0"}, "--per_device_eval_batch_size must be >= 1"},

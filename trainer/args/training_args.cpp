@@ -204,7 +204,16 @@ void TrainingArguments::validate() {
     throw ArgumentError("--max_steps must be -1 (train for num_train_epochs) or > 0 (got " +
                         std::to_string(max_steps) + ")");
   }
-  check_at_least("warmup_steps", warmup_steps, 0);
+  check_non_negative("warmup_steps", warmup_steps);
+  if (neftune_noise_alpha) check_non_negative("neftune_noise_alpha", *neftune_noise_alpha);
+  if (warmup_steps >= 1 && warmup_steps != std::floor(warmup_steps))
+    throw ArgumentError("--warmup_steps must be a whole number of steps when >= 1 (got " +
+                        num(warmup_steps) + "); values below 1 are ratios of the total steps");
+  // transformers 5: the new name wins; the alias counts only when it is not given.
+  if (activation_checkpointing) {
+    gradient_checkpointing = *activation_checkpointing;
+    activation_checkpointing.reset();
+  }
   check_unit_interval("warmup_ratio", warmup_ratio, /*closed=*/true);
   check_at_least("dataloader_num_workers", dataloader_num_workers, 0);
   if (dataloader_prefetch_factor) {
@@ -289,6 +298,9 @@ void TrainingArguments::validate() {
 nlohmann::json to_json(const TrainingArguments& args) {
   nlohmann::json out = nlohmann::json::object();
   for (const OptionSpec& spec : training_args_options()) out[spec.name] = spec.get_json(args);
+  // Both names carry the one setting, as transformers 5 mirrors them after __post_init__.
+  out["activation_checkpointing"] =
+      args.activation_checkpointing.value_or(args.gradient_checkpointing);
   return out;
 }
 

@@ -90,8 +90,10 @@ struct TrainingArguments {
   /// num_decay_steps / num_stable_steps / warmup_type / decay_type / min_lr_ratio, by schedule;
   /// checked against lr_scheduler_type by validate(). Unset: none.
   std::optional<JsonObjectText> lr_scheduler_kwargs;
-  int64_t warmup_steps = 0;
-  /// Fraction of the total steps used for warm-up when warmup_steps is 0.
+  /// Linear warm-up steps; a value below 1 is a ratio of the total optimizer steps (transformers
+  /// 5: ceil(total x warmup_steps)). Values of 1 or more must be whole numbers.
+  double warmup_steps = 0;
+  /// Fraction of the total steps used for warm-up when warmup_steps is 0 (transformers 4's).
   double warmup_ratio = 0.0;
 
   // ---- reproducibility ----
@@ -165,7 +167,16 @@ struct TrainingArguments {
   /// TF32 matmuls on Ampere+ GPUs: true enables, false disables, unset keeps libtorch's default.
   std::optional<bool> tf32;
   double label_smoothing_factor = 0.0;
+  /// NEFTune: while training, uniform noise of magnitude alpha / sqrt(T * hidden) on the input
+  /// embeddings (transformers' neftune_post_forward_hook). Unset: none.
+  std::optional<double> neftune_noise_alpha;
+  /// Recompute activations in backward (--gradient_checkpointing, transformers 5's deprecated
+  /// alias of --activation_checkpointing; what the Trainer reads).
   bool gradient_checkpointing = false;
+  /// transformers 5's name for gradient_checkpointing: when given it wins over the alias.
+  /// validate() folds it into gradient_checkpointing and clears it; training_args.json writes
+  /// both names with the one value, as transformers does.
+  std::optional<bool> activation_checkpointing;
 
   // ---- distributed ----
   int64_t local_rank = -1;

@@ -127,7 +127,8 @@ std::vector<OptionSpec> build_training_args_options() {
         "num_decay_steps (required), num_stable_steps, warmup_type, decay_type "
         "(linear, cosine, 1-sqrt), min_lr_ratio, num_cycles.");
   t.add(&TA::warmup_steps, "warmup_steps",
-        "Linear warm-up over this many optimizer steps (overrides warmup_ratio when > 0).");
+        "Linear warm-up over this many optimizer steps (overrides warmup_ratio when > 0); a "
+        "value below 1 is a ratio of the total optimizer steps, as in transformers 5.");
   t.add(&TA::warmup_ratio, "warmup_ratio",
         "Fraction of the total optimizer steps used for linear warm-up, in [0, 1].")
       .origin = "transformers 4";
@@ -216,8 +217,15 @@ std::vector<OptionSpec> build_training_args_options() {
         "default).");
   t.add(&TA::label_smoothing_factor, "label_smoothing_factor",
         "Label smoothing epsilon in [0, 1) for the cross-entropy loss (0: none).");
+  t.add(&TA::neftune_noise_alpha, "neftune_noise_alpha",
+        "NEFTune: while training, add uniform noise of magnitude alpha / sqrt(sequence length x "
+        "hidden size) to the input embeddings (unset: none; the paper uses 5 to 15).");
+  t.add(&TA::activation_checkpointing, "activation_checkpointing",
+        "Recompute activations in the backward pass to save memory (transformers 5's name; wins "
+        "over --gradient_checkpointing when both are given).");
   t.add(&TA::gradient_checkpointing, "gradient_checkpointing",
-        "Recompute activations in the backward pass to save memory.");
+        "Deprecated alias of --activation_checkpointing (transformers 5), used when that is not "
+        "given.");
 
   t.group("distributed");
   t.add(&TA::local_rank, "local_rank",

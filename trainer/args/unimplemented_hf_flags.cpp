@@ -26,7 +26,6 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
          "adam_beta1, adam_beta2, adam_epsilon, weight_decay"},
         {"optim_target_modules",
          "only for GaLore / APOLLO / LOMO optimizers, which ctrainer lacks"},
-        {"activation_checkpointing", "use gradient_checkpointing (with FSDP too)"},
         {"activation_checkpointing_kwargs", "checkpointing keyword arguments are Python options"},
         {"gradient_checkpointing_kwargs",
          "checkpointing keyword arguments (use_reentrant) are "
@@ -37,7 +36,6 @@ const std::vector<UnimplementedHfFlag>& unimplemented_hf_flags() {
         {"use_liger_kernel", "Liger's kernels are Triton code driven from Python"},
         {"liger_kernel_config", "Liger's kernels are Triton code driven from Python"},
         {"use_cache", "a generation (KV cache) option; ctrainer's models are encoders"},
-        {"neftune_noise_alpha", "NEFTune embedding noise is not implemented"},
         {"torch_empty_cache_steps", "emptying the CUDA cache every N steps is not implemented"},
         {"auto_find_batch_size",
          "retrying with a smaller batch after running out of memory is "

@@ -5,9 +5,8 @@
 #include <string>
 
 #include <ATen/ATen.h>
-#include <fmt/format.h>
-
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/logging.h>

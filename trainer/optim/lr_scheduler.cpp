@@ -324,9 +324,10 @@ std::shared_ptr<LRScheduler> get_scheduler(SchedulerType type,
 }
 
 int64_t get_warmup_steps(const TrainingArguments& args, int64_t num_training_steps) {
-  if (args.warmup_steps > 0) return args.warmup_steps;
-  return static_cast<int64_t>(
-      std::ceil(static_cast<double>(num_training_steps) * args.warmup_ratio));
+  if (args.warmup_steps >= 1) return static_cast<int64_t>(args.warmup_steps);
+  // Below 1, warmup_steps is transformers 5's ratio; 0 leaves transformers 4's warmup_ratio.
+  const double ratio = args.warmup_steps > 0 ? args.warmup_steps : args.warmup_ratio;
+  return static_cast<int64_t>(std::ceil(static_cast<double>(num_training_steps) * ratio));
 }
 
 }  // namespace ctrainer

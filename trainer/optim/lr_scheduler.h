@@ -111,8 +111,9 @@ std::shared_ptr<LRScheduler> get_scheduler(SchedulerType type,
                                            int64_t num_warmup_steps, int64_t num_training_steps,
                                            const nlohmann::json& kwargs = nullptr);
 
-/// HF's TrainingArguments.get_warmup_steps: warmup_steps when > 0, else
-/// ceil(num_training_steps * warmup_ratio).
+/// HF's TrainingArguments.get_warmup_steps: warmup_steps when >= 1; below 1 and above 0,
+/// ceil(num_training_steps * warmup_steps) (transformers 5); at 0, ceil(num_training_steps *
+/// warmup_ratio) (transformers 4's flag).
 int64_t get_warmup_steps(const TrainingArguments& args, int64_t num_training_steps);
 
 }  // namespace ctrainer

@@ -123,7 +123,7 @@ ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& proce
     } else if (setup.fsdp->activation_checkpointing) {
       // transformers warns that its own flag adds an all-gather; ctrainer's is the same thing.
       logging::logger()->info(
-          "{}: activation_checkpointing and --gradient_checkpointing ask for "
+          "{}: activation_checkpointing and --activation_checkpointing ask for "
           "the same recomputation",
           source);
     }
