@@ -15,6 +15,7 @@
 #include <ctrainer/core/logging.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/integrations/safetensors_index.h>
+#include <ctrainer/models/lora/lora_model.h>
 
 namespace ctrainer {
 namespace fs = std::filesystem;
@@ -193,6 +194,16 @@ WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::s
     file /= kWeightsFile;
     if (!fs::exists(file) && fs::exists(fs::path(path) / kSafetensorsIndexFile))
       file = fs::path(path) / kSafetensorsIndexFile;
+    if (!fs::exists(file) && fs::exists(fs::path(path) / kLoraAdapterWeightsFile)) {
+      // A PEFT adapter folder (a LoRA run's output or checkpoint): its adapters only.
+      if (!attached_lora_config(module))
+        throw ArgumentError("model folder " + path + " is a PEFT adapter (" +
+                            kLoraAdapterWeightsFile +
+                            ", no model weights); give its base model as the model and the "
+                            "adapter folder as --lora_config");
+      load_lora_adapter(module, path);
+      return {};
+    }
     if (!fs::exists(file)) {
       for (const char* other : {"pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5"})
         if (fs::exists(fs::path(path) / other))
@@ -229,6 +240,10 @@ WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::s
 
 void save_pretrained(const Model& model, const std::string& dir, const std::string& architecture,
                      std::int64_t max_shard_bytes) {
+  if (attached_lora_config(model)) {  // PeftModel.save_pretrained: the adapter only
+    save_lora_adapter(model, dir);
+    return;
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create model folder " + dir + ": " + ec.message());

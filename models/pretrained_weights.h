@@ -76,7 +76,9 @@ std::vector<std::string> weight_load_warnings(const WeightLoadReport& report,
 
 /// Reads `path` (a .safetensors file, a model.safetensors.index.json with its shards, or a folder
 /// holding model.safetensors or else a sharded checkpoint's index), loads it with
-/// load_state_dict() and logs weight_load_warnings() as warnings on the ctrainer logger. A folder
+/// load_state_dict() and logs weight_load_warnings() as warnings on the ctrainer logger. A PEFT
+/// adapter folder (adapter_model.safetensors only) loads with load_lora_adapter() into a model
+/// with LoRA adapters attached (an empty report), and is an ArgumentError for one without. A folder
 /// with only pytorch_model.bin / tf_model.h5 gets an ArgumentError saying to convert it.
 WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::string& path,
                                          const WeightLoadOptions& options);
@@ -114,7 +116,8 @@ std::shared_ptr<Head> load_pretrained_head(const Config& config, const std::stri
 /// HF save_pretrained: creates `dir` and writes model.safetensors (the state dict, metadata
 /// format "pt"), or, past `max_shard_bytes`, shards and model.safetensors.index.json as
 /// transformers splits them (save_safetensors_shards), and, when the model has one, config.json
-/// (with "architectures" set to `architecture` when that is not empty).
+/// (with "architectures" set to `architecture` when that is not empty). A model with LoRA
+/// adapters attached is saved as PEFT saves it: save_lora_adapter() (the adapter files only).
 void save_pretrained(const Model& model, const std::string& dir,
                      const std::string& architecture = "",
                      std::int64_t max_shard_bytes = kDefaultMaxShardBytes);

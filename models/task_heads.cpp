@@ -80,7 +80,7 @@ at::Tensor last_non_pad_hidden(const at::Tensor& hidden, const at::Tensor& input
       {at::arange(batch_size, input_ids.options().dtype(at::kLong)), last.to(at::kLong)});
 }
 
-ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_head,
+ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
                              const at::Tensor& tied_embedding, const Batch& batch,
                              std::optional<int64_t> num_items_in_batch) {
   ModelOutput out;
@@ -94,7 +94,7 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_hea
   return out;
 }
 
-ModelOutput decoder_classification_output(const at::Tensor& hidden, torch::nn::Linear& score,
+ModelOutput decoder_classification_output(const at::Tensor& hidden, AdaptableLinear& score,
                                           const Batch& batch, std::optional<int64_t> pad_token_id,
                                           std::optional<std::string>& problem_type,
                                           const std::string& model_class) {

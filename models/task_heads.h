@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/model.h>
 
 namespace ctrainer {
@@ -42,13 +43,13 @@ at::Tensor last_non_pad_hidden(const at::Tensor& hidden, const at::Tensor& input
 /// embedding `tied_embedding` when lm_head is null (tie_word_embeddings), and causal_lm_loss()
 /// when the batch carries "labels" (its "shift_labels" instead of their shift when it has them;
 /// normalised by `num_items_in_batch` when given).
-ModelOutput causal_lm_output(const at::Tensor& hidden, torch::nn::Linear& lm_head,
+ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
                              const at::Tensor& tied_embedding, const Batch& batch,
                              std::optional<int64_t> num_items_in_batch = std::nullopt);
 
 /// A decoder classifier's output: `score` of last_non_pad_hidden(), and
 /// sequence_classification_loss() when the batch carries "labels".
-ModelOutput decoder_classification_output(const at::Tensor& hidden, torch::nn::Linear& score,
+ModelOutput decoder_classification_output(const at::Tensor& hidden, AdaptableLinear& score,
                                           const Batch& batch, std::optional<int64_t> pad_token_id,
                                           std::optional<std::string>& problem_type,
                                           const std::string& model_class);

@@ -74,6 +74,7 @@ void GlueArguments::register_flags(ctrainer::ArgumentParser& parser) {
                     "[CLS] row alone, the only one the head reads (same values and gradients, "
                     "less work); this flag makes the FLOPs equal to transformers' for a "
                     "comparison of the trainers alone.");
+  lora.register_flags(parser);
 }
 
 void GlueArguments::validate(const ctrainer::TrainingArguments& args) const {
@@ -118,6 +119,7 @@ void GlueArguments::validate(const ctrainer::TrainingArguments& args) const {
   if (lower != "auto" && lower != "true" && lower != "false")
     throw ArgumentError("--do_lower_case must be auto, true or false, got '" + model.do_lower_case +
                         "'");
+  lora.validate(args.do_train);
 }
 
 void GlueArguments::apply_sagemaker_channels(const ctrainer::EnvironmentMap& environment) {

@@ -8,6 +8,7 @@
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/args/training_args.h>
+#include <ctrainer/trainer/peft/lora_arguments.h>
 
 namespace run_glue {
 
@@ -57,6 +58,8 @@ struct GlueArguments {
   ModelArguments model;
   /// --plot (ctrainer's): output_dir/training_curves.svg when the run ends (ctrainer-plot's).
   bool plot = false;
+  /// --lora_r and the other PEFT LoRA flags.
+  ctrainer::LoraArguments lora;
 
   /// Adds the flags above to `parser`.
   void register_flags(ctrainer::ArgumentParser& parser);

@@ -91,6 +91,7 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
   ctrainer::set_seed(args.seed);
 
   ModelBundle bundle = load_model_and_tokenizer(glue_args.model, task);
+  glue_args.lora.attach(*bundle.model, "SEQ_CLS", glue_args.model.model_name_or_path);
   // Found here rather than as an index error in the first forward (HF's run_glue fails there).
   if (const std::optional<int64_t> limit = bundle.config->max_positions();
       limit && glue_args.data.max_seq_length > *limit)
@@ -119,6 +120,9 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
     Metrics metrics = result.metrics;
     metrics["train_samples"] = static_cast<double>(data.train->size());
     save_final_model(trainer, bundle, args.output_dir);
+    if (auto merged = glue_args.lora.save_merged(*bundle.model, args.output_dir,
+                                                 trainer.process().is_world_process_zero()))
+      bundle.tokenizer->save_pretrained(*merged);
     report(args, "train", metrics, trainer);
     trainer.save_state();
   }

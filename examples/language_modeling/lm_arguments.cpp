@@ -74,6 +74,7 @@ void LmArguments::register_flags(ctrainer::ArgumentParser& parser) {
   parser.add_option("tokenizer_name", &model.tokenizer_name,
                     "Tokenizer folder (tokenizer.json, vocab.json + merges.txt, vocab.txt, ...) if "
                     "not the model's.");
+  lora.register_flags(parser);
 }
 
 void LmArguments::validate(const ctrainer::TrainingArguments& args) const {
@@ -134,6 +135,7 @@ void LmArguments::validate(const ctrainer::TrainingArguments& args) const {
         "library and saved)");
   if (!model.model_name_or_path.empty() && !fs::is_directory(model.model_name_or_path))
     throw ArgumentError("--model_name_or_path " + model.model_name_or_path + " is not a folder");
+  lora.validate(args.do_train);
 }
 
 }  // namespace run_lm

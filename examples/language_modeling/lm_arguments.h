@@ -7,6 +7,7 @@
 
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/args/training_args.h>
+#include <ctrainer/trainer/peft/lora_arguments.h>
 
 namespace run_lm {
 
@@ -58,6 +59,8 @@ struct LmArguments {
   bool masked = false;
   DataArguments data;
   ModelArguments model;
+  /// --lora_r and the other PEFT LoRA flags.
+  ctrainer::LoraArguments lora;
 
   void register_flags(ctrainer::ArgumentParser& parser);
   /// Throws ctrainer::ArgumentError naming the flag and the fix.

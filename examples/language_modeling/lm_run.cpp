@@ -62,7 +62,8 @@ void require_validation_texts(const ctrainer::TrainingArguments& args,
 }
 
 int train_and_evaluate(const ctrainer::TrainingArguments& args, const LmModel& lm,
-                       const LmDatasets& data, std::shared_ptr<ctrainer::DataCollator> collator) {
+                       const LmDatasets& data, std::shared_ptr<ctrainer::DataCollator> collator,
+                       const ctrainer::LoraArguments& lora) {
   ctrainer::Trainer trainer(lm.model, args,
                             {.train_dataset = data.train,
                              .eval_dataset = data.eval,
@@ -71,6 +72,9 @@ int train_and_evaluate(const ctrainer::TrainingArguments& args, const LmModel& l
     ctrainer::TrainOutput result = trainer.train();
     trainer.save_model(args.output_dir);
     if (trainer.process().is_world_process_zero()) lm.tokenizer->save_pretrained(args.output_dir);
+    if (auto merged =
+            lora.save_merged(*lm.model, args.output_dir, trainer.process().is_world_process_zero()))
+      lm.tokenizer->save_pretrained(*merged);
     Metrics metrics = result.metrics;
     metrics["train_samples"] = static_cast<double>(data.train->size());
     report(args, "train", metrics, trainer);

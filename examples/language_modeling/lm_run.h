@@ -37,8 +37,10 @@ void require_validation_texts(const ctrainer::TrainingArguments& args,
 
 /// Trains (then saves the model and tokenizer into output_dir, train_results.json with
 /// train_samples, trainer_state.json) and evaluates (eval_results.json with eval_samples and
-/// perplexity = exp(eval_loss)) as the do_* flags ask. Returns the exit code.
+/// perplexity = exp(eval_loss)) as the do_* flags ask; with --merge_lora also output_dir/merged
+/// (and its tokenizer). Returns the exit code.
 int train_and_evaluate(const ctrainer::TrainingArguments& args, const LmModel& lm,
-                       const LmDatasets& data, std::shared_ptr<ctrainer::DataCollator> collator);
+                       const LmDatasets& data, std::shared_ptr<ctrainer::DataCollator> collator,
+                       const ctrainer::LoraArguments& lora);
 
 }  // namespace run_lm

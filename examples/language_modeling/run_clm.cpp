@@ -29,6 +29,7 @@ int run(ctrainer::TrainingArguments args, const LmArguments& lm_args) {
   const auto [train_texts, eval_texts] = read_texts(data, data.keep_linebreaks);
   require_validation_texts(args, eval_texts);
   const LmModel lm = load_lm_model(lm_args.model, ctrainer::ModelTask::kCausalLM);
+  lm_args.lora.attach(*lm.model, "CAUSAL_LM", lm_args.model.model_name_or_path);
   const int64_t block_size = resolve_block_size(data.block_size, lm);
   ctrainer::logging::logger()->info("Grouping texts in chunks of {}", block_size);
   LmDatasets datasets;
@@ -39,7 +40,7 @@ int run(ctrainer::TrainingArguments args, const LmArguments& lm_args) {
     datasets.eval =
         group_texts(eval_texts, *lm.tokenizer, block_size, "validation", data.max_eval_samples);
   // The blocks are whole: the default collator stacks them, as run_clm.py's default_data_collator.
-  return train_and_evaluate(args, lm, datasets, nullptr);
+  return train_and_evaluate(args, lm, datasets, nullptr, lm_args.lora);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // data handling (texts grouped into max_seq_length examples, or --line_by_line), masking
 // (DataCollatorForLanguageModeling, 80/10/10; --whole_word_mask) and output files.
 //
-//     run_mlm --model_type bert --config_overrides hidden_size=128,num_hidden_layers=2,\
+//      run_mlm --model_type bert --config_overrides hidden_size=128,num_hidden_layers=2,\
 //num_attention_heads=2,intermediate_size=512 --tokenizer_name examples/data/vocab \
 //           --train_file examples/data/text/kjv.txt --max_seq_length 128 \
 //           --output_dir out --do_train --do_eval
@@ -56,6 +56,8 @@ int run(ctrainer::TrainingArguments args, const LmArguments& lm_args) {
   const auto [train_texts, eval_texts] = read_texts(data, /*keep_linebreaks=*/false);
   require_validation_texts(args, eval_texts);
   const LmModel lm = load_lm_model(lm_args.model, ctrainer::ModelTask::kMaskedLM);
+  // PEFT has no masked-LM task type: the adapter config says none, as PeftModel's does.
+  lm_args.lora.attach(*lm.model, "", lm_args.model.model_name_or_path);
   const MlmTokenization tokenization{
       .max_seq_length = resolve_max_seq_length(data.max_seq_length, lm),
       .line_by_line = data.line_by_line,
@@ -68,7 +70,8 @@ int run(ctrainer::TrainingArguments args, const LmArguments& lm_args) {
   if (args.do_eval)
     datasets.eval =
         mlm_examples(eval_texts, *lm.tokenizer, tokenization, "validation", data.max_eval_samples);
-  return train_and_evaluate(args, lm, datasets, masking_collator(args, data, *lm.tokenizer));
+  return train_and_evaluate(args, lm, datasets, masking_collator(args, data, *lm.tokenizer),
+                            lm_args.lora);
 }
 
 }  // namespace

@@ -15,9 +15,9 @@ at::Tensor leading_positions(const at::Tensor& hidden, int64_t query_length) {
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
     : num_heads_(c.num_attention_heads), dropout_prob_(c.attention_probs_dropout_prob) {
-  query = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
-  key = register_module("key", torch::nn::Linear(c.hidden_size, c.hidden_size));
-  value = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  query = register_module("query", AdaptableLinear(c.hidden_size, c.hidden_size));
+  key = register_module("key", AdaptableLinear(c.hidden_size, c.hidden_size));
+  value = register_module("value", AdaptableLinear(c.hidden_size, c.hidden_size));
 }
 
 at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask,
@@ -55,7 +55,7 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Te
 }
 
 BertSelfOutputImpl::BertSelfOutputImpl(const BertConfig& c) {
-  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  dense = register_module("dense", AdaptableLinear(c.hidden_size, c.hidden_size));
   LayerNorm = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));

@@ -5,6 +5,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/dropout.h>
 
@@ -25,7 +26,7 @@ class BertSelfAttentionImpl : public torch::nn::Module {
   /// output projection): the rows the full attention would give for those positions.
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask, int64_t query_length = -1);
 
-  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+  AdaptableLinear query{nullptr}, key{nullptr}, value{nullptr};
 
  private:
   int64_t num_heads_;
@@ -39,7 +40,7 @@ class BertSelfOutputImpl : public torch::nn::Module {
   explicit BertSelfOutputImpl(const BertConfig& config);
   at::Tensor forward(const at::Tensor& context, const at::Tensor& input);
 
-  torch::nn::Linear dense{nullptr};
+  AdaptableLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: HF's state_dict name
   Dropout dropout{nullptr};  // ctrainer::Dropout: torch's distribution, a cheaper CPU mask
 };

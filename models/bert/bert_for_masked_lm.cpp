@@ -24,7 +24,7 @@ bool ties_word_embeddings(const BertConfig& config) {
 
 BertPredictionHeadTransformImpl::BertPredictionHeadTransformImpl(const BertConfig& config)
     : activation_(config.hidden_act) {
-  dense = register_module("dense", torch::nn::Linear(config.hidden_size, config.hidden_size));
+  dense = register_module("dense", AdaptableLinear(config.hidden_size, config.hidden_size));
   LayerNorm = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(
@@ -44,7 +44,7 @@ BertLMPredictionHeadImpl::BertLMPredictionHeadImpl(const BertConfig& config,
   }
   // Untied, transformers ties nothing: the decoder has its own bias and cls.predictions.bias is
   // an unused parameter that its checkpoints still hold. Kept (frozen) so that they round-trip.
-  decoder = register_module("decoder", torch::nn::Linear(config.hidden_size, config.vocab_size));
+  decoder = register_module("decoder", AdaptableLinear(config.hidden_size, config.vocab_size));
   bias = register_parameter("bias", at::zeros({config.vocab_size}), /*requires_grad=*/false);
 }
 

@@ -10,6 +10,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/bert/bert_model.h>
 #include <ctrainer/models/model.h>
@@ -23,7 +24,7 @@ class BertPredictionHeadTransformImpl : public torch::nn::Module {
   explicit BertPredictionHeadTransformImpl(const BertConfig& config);
   at::Tensor forward(const at::Tensor& hidden);
 
-  torch::nn::Linear dense{nullptr};
+  AdaptableLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // HF's attribute name, hence its state-dict key
 
  private:
@@ -44,7 +45,7 @@ class BertLMPredictionHeadImpl : public torch::nn::Module {
 
   BertPredictionHeadTransform transform{nullptr};
   /// The untied projection; null when tied.
-  torch::nn::Linear decoder{nullptr};
+  AdaptableLinear decoder{nullptr};
   at::Tensor bias;
 };
 TORCH_MODULE(BertLMPredictionHead);

@@ -22,7 +22,7 @@ BertForSequenceClassification::BertForSequenceClassification(const BertConfig& c
       register_module("bert", BertModel(config_, /*add_pooling_layer=*/true, initialise_weights));
   dropout = register_module("dropout", Dropout(config_.effective_classifier_dropout()));
   classifier =
-      register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
+      register_module("classifier", AdaptableLinear(config_.hidden_size, config_.num_labels()));
   // BertModel initialised itself; the head gets the same rules (HF post_init).
   if (initialise_weights) init_bert_weights(*classifier, config_.initializer_range);
 }

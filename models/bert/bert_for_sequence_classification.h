@@ -11,6 +11,7 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/bert/bert_model.h>
 #include <ctrainer/models/dropout.h>
@@ -90,7 +91,7 @@ class BertForSequenceClassification : public Model {
 
   BertModel bert{nullptr};
   Dropout dropout{nullptr};  // ctrainer::Dropout: torch's distribution, a cheaper CPU mask
-  torch::nn::Linear classifier{nullptr};
+  AdaptableLinear classifier{nullptr};
 
  private:
   at::Tensor compute_loss(const at::Tensor& logits, const at::Tensor& labels);

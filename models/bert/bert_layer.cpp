@@ -5,7 +5,7 @@
 namespace ctrainer {
 
 BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) : activation_(c.hidden_act) {
-  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.intermediate_size));
+  dense = register_module("dense", AdaptableLinear(c.hidden_size, c.intermediate_size));
 }
 
 at::Tensor BertIntermediateImpl::forward(const at::Tensor& hidden) {
@@ -13,7 +13,7 @@ at::Tensor BertIntermediateImpl::forward(const at::Tensor& hidden) {
 }
 
 BertOutputImpl::BertOutputImpl(const BertConfig& c) {
-  dense = register_module("dense", torch::nn::Linear(c.intermediate_size, c.hidden_size));
+  dense = register_module("dense", AdaptableLinear(c.intermediate_size, c.hidden_size));
   LayerNorm = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));

@@ -8,6 +8,7 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <ctrainer/core/forward_hooks.h>
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/bert/bert_attention.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/dropout.h>
@@ -20,7 +21,7 @@ class BertIntermediateImpl : public torch::nn::Module {
   explicit BertIntermediateImpl(const BertConfig& config);
   at::Tensor forward(const at::Tensor& hidden);
 
-  torch::nn::Linear dense{nullptr};
+  AdaptableLinear dense{nullptr};
 
  private:
   std::string activation_;
@@ -33,7 +34,7 @@ class BertOutputImpl : public torch::nn::Module {
   explicit BertOutputImpl(const BertConfig& config);
   at::Tensor forward(const at::Tensor& intermediate, const at::Tensor& input);
 
-  torch::nn::Linear dense{nullptr};
+  AdaptableLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: HF's state_dict name
   Dropout dropout{nullptr};  // ctrainer::Dropout: torch's distribution, a cheaper CPU mask
 };

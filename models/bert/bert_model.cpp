@@ -81,7 +81,7 @@ void init_missing_bert_weights(torch::nn::Module& model, const std::vector<std::
 }
 
 BertPoolerImpl::BertPoolerImpl(const BertConfig& c) {
-  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  dense = register_module("dense", AdaptableLinear(c.hidden_size, c.hidden_size));
 }
 
 at::Tensor BertPoolerImpl::forward(const at::Tensor& hidden) {

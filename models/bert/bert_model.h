@@ -4,6 +4,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/bert/bert_config.h>
 #include <ctrainer/models/bert/bert_embeddings.h>
 #include <ctrainer/models/bert/bert_encoder.h>
@@ -33,7 +34,7 @@ class BertPoolerImpl : public torch::nn::Module {
   explicit BertPoolerImpl(const BertConfig& config);
   at::Tensor forward(const at::Tensor& hidden);
 
-  torch::nn::Linear dense{nullptr};
+  AdaptableLinear dense{nullptr};
 };
 TORCH_MODULE(BertPooler);
 

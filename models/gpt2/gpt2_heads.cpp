@@ -58,7 +58,7 @@ GPT2LMHeadModel::GPT2LMHeadModel(const GPT2Config& config, bool initialise_weigh
     : GPT2PreTrainedModel(config, "GPT2LMHeadModel") {
   if (!config_.tie_word_embeddings)
     lm_head = register_module(
-        "lm_head", torch::nn::Linear(
+        "lm_head", AdaptableLinear(
                        torch::nn::LinearOptions(config_.n_embd, config_.vocab_size).bias(false)));
   if (initialise_weights) init_gpt2_weights(*this, config_);
 }
@@ -84,7 +84,7 @@ GPT2ForSequenceClassification::GPT2ForSequenceClassification(const GPT2Config& c
                                                              bool initialise_weights)
     : GPT2PreTrainedModel(config, "GPT2ForSequenceClassification") {
   score = register_module(
-      "score", torch::nn::Linear(
+      "score", AdaptableLinear(
                    torch::nn::LinearOptions(config_.n_embd, config_.num_labels()).bias(false)));
   if (initialise_weights) init_gpt2_weights(*this, config_);
 }

@@ -11,6 +11,7 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/gpt2/gpt2_config.h>
 #include <ctrainer/models/gpt2/gpt2_model.h>
 #include <ctrainer/models/model.h>
@@ -70,7 +71,7 @@ class GPT2LMHeadModel : public GPT2PreTrainedModel {
 
   /// The untied output projection; null when tied (the logits use transformer->wte's weight, one
   /// parameter, which HF's save_pretrained also writes once).
-  torch::nn::Linear lm_head{nullptr};
+  AdaptableLinear lm_head{nullptr};
 };
 
 class GPT2ForSequenceClassification : public GPT2PreTrainedModel {
@@ -86,7 +87,7 @@ class GPT2ForSequenceClassification : public GPT2PreTrainedModel {
   /// one sequence are accepted (ArgumentError), as in transformers.
   ModelOutput forward(const Batch& batch) override;
 
-  torch::nn::Linear score{nullptr};
+  AdaptableLinear score{nullptr};
 };
 
 }  // namespace ctrainer

@@ -14,7 +14,8 @@
 
 namespace ctrainer {
 
-Conv1DImpl::Conv1DImpl(int64_t out_features, int64_t in_features) {
+Conv1DImpl::Conv1DImpl(int64_t out_features, int64_t in_features)
+    : in_features_(in_features), out_features_(out_features) {
   weight = register_parameter("weight", at::empty({in_features, out_features}));
   bias = register_parameter("bias", at::zeros({out_features}));
   torch::nn::init::normal_(weight, 0.0, 0.02);  // HF Conv1D's own default
@@ -23,7 +24,7 @@ Conv1DImpl::Conv1DImpl(int64_t out_features, int64_t in_features) {
 at::Tensor Conv1DImpl::forward(const at::Tensor& x) {
   auto out_shape = x.sizes().vec();
   out_shape.back() = weight.size(1);
-  return at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(out_shape);
+  return adapted(x, at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(out_shape));
 }
 
 GPT2AttentionImpl::GPT2AttentionImpl(const GPT2Config& config, int64_t layer_index)

@@ -16,19 +16,29 @@
 #include <torch/nn/pimpl.h>
 
 #include <ctrainer/core/forward_hooks.h>
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/dropout.h>
 #include <ctrainer/models/gpt2/gpt2_config.h>
 
 namespace ctrainer {
 
 /// HF's Conv1D: y = x W + b with W stored [in_features, out_features] (the transpose of a
-/// Linear's), as GPT-2 checkpoints hold it.
-class Conv1DImpl : public torch::nn::Module {
+/// Linear's), as GPT-2 checkpoints hold it. Adapters (LoRA) attach to it as PEFT's do, with
+/// fan_in_fan_out.
+class Conv1DImpl : public torch::nn::Module, public AdaptableProjection {
  public:
   Conv1DImpl(int64_t out_features, int64_t in_features);
   at::Tensor forward(const at::Tensor& x);
 
+  int64_t in_features() const override { return in_features_; }
+  int64_t out_features() const override { return out_features_; }
+  at::Tensor& projection_weight() override { return weight; }
+  bool fan_in_fan_out() const override { return true; }
+
   at::Tensor weight, bias;
+
+ private:
+  int64_t in_features_, out_features_;
 };
 TORCH_MODULE(Conv1D);
 

@@ -26,8 +26,8 @@ std::shared_ptr<Head> load_head(const LlamaConfig& config, const std::string& pa
       });
 }
 
-torch::nn::Linear bias_free(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+AdaptableLinear bias_free(int64_t in, int64_t out) {
+  return AdaptableLinear(torch::nn::LinearOptions(in, out).bias(false));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/llama/llama_config.h>
 #include <ctrainer/models/llama/llama_model.h>
 #include <ctrainer/models/model.h>
@@ -61,7 +62,7 @@ class LlamaForCausalLM : public LlamaPreTrainedModel {
   bool loss_shifts_labels() const override { return true; }
 
   /// The untied output projection; null when tied.
-  torch::nn::Linear lm_head{nullptr};
+  AdaptableLinear lm_head{nullptr};
 };
 
 class LlamaForSequenceClassification : public LlamaPreTrainedModel {
@@ -74,7 +75,7 @@ class LlamaForSequenceClassification : public LlamaPreTrainedModel {
   /// config.pad_token_id; the loss by problem_type.
   ModelOutput forward(const Batch& batch) override;
 
-  torch::nn::Linear score{nullptr};
+  AdaptableLinear score{nullptr};
 };
 
 }  // namespace ctrainer

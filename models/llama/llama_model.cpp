@@ -16,8 +16,8 @@
 namespace ctrainer {
 namespace {
 
-torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+AdaptableLinear linear(int64_t in, int64_t out, bool bias) {
+  return AdaptableLinear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
 // HF rotate_half: [-x2, x1] of the halves x1, x2.

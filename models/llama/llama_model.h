@@ -16,6 +16,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <ctrainer/core/forward_hooks.h>
+#include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/llama/llama_config.h>
 
 namespace ctrainer {
@@ -48,7 +49,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   /// hidden [B, T, H]; mask boolean [B, 1, T, T] or undefined (SDPA's is_causal).
   at::Tensor forward(const at::Tensor& hidden, const RotaryTables& rotary, const at::Tensor& mask);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  AdaptableLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
   int64_t num_heads_, num_kv_heads_, head_dim_;
@@ -62,7 +63,7 @@ class LlamaMLPImpl : public torch::nn::Module {
   /// down_proj(act(gate_proj(x)) * up_proj(x)).
   at::Tensor forward(const at::Tensor& x);
 
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  AdaptableLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
   std::string activation_;

@@ -3,18 +3,21 @@
 // writes what the parity tests compare with transformers to another safetensors file.
 //
 //   ctrainer_parity_model_dump --task TASK (--model DIR | --config FILE --seed N --save DIR
-//                              [--max_shard_size SIZE]) --inputs in.safetensors
-//                              --output out.safetensors
+//                              [--max_shard_size SIZE]) [--lora_config FILE|DIR]
+//                              --inputs in.safetensors --output out.safetensors
 //
 // TASK: causal_lm, masked_lm or sequence_classification. --model loads a folder with AutoModel's
 // from_pretrained; --config creates a model with new weights (our initialisation after
 // torch::manual_seed(N)) and writes it with save_pretrained to --save, for transformers to load
 // (in shards past --max_shard_size, "20KB" as transformers reads it; default its 50GB).
+// --lora_config attaches LoRA adapters from a PEFT adapter_config.json (a file, or a folder whose
+// adapter_model.safetensors is then loaded too), as PeftModel.from_pretrained does.
 // Inputs: input_ids [B, T] int64, optional attention_mask, token_type_ids, position_ids and
 // labels.
 // Outputs: logits, and with labels: loss and grad.<name> for every parameter (HF state-dict
 // names). Metadata: problem_type (config.json's after the forward).
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <torch/utils.h>
@@ -22,6 +25,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/integrations/safetensors_index.h>
+#include <ctrainer/models/lora/lora_model.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/models/registry/model_registry.h>
 #include <ctrainer/trainer/args/argument_parser.h>
@@ -33,21 +37,24 @@ namespace {
 constexpr const char* kUsage =
     "usage: ctrainer_parity_model_dump --task causal_lm|masked_lm|sequence_classification (--model "
     "DIR | "
-    "--config FILE --seed N --save DIR [--max_shard_size SIZE]) --inputs FILE.safetensors "
-    "--output FILE.safetensors\n";
+    "--config FILE --seed N --save DIR [--max_shard_size SIZE]) [--lora_config FILE|DIR] "
+    "--inputs FILE.safetensors --output FILE.safetensors\n";
 
 struct Args {
-  std::string task, model, config, save, inputs, output;
+  std::string task, model, config, save, inputs, output, lora_config;
   uint64_t seed = 0;
   int64_t max_shard_bytes = ctrainer::kDefaultMaxShardBytes;
 };
 
 Args parse_args(int argc, char** argv) {
-  auto flags = ctrainer::parity::parse_dump_flags(
-      argc, argv, {"task", "model", "config", "seed", "save", "max_shard_size", "inputs", "output"},
-      kUsage);
+  auto flags =
+      ctrainer::parity::parse_dump_flags(argc, argv,
+                                         {"task", "model", "config", "seed", "save",
+                                          "max_shard_size", "lora_config", "inputs", "output"},
+                                         kUsage);
   Args args{flags["task"], flags["model"],  flags["config"],
             flags["save"], flags["inputs"], flags["output"]};
+  args.lora_config = flags["lora_config"];
   if (!flags["seed"].empty()) args.seed = std::stoull(flags["seed"]);
   if (!flags["max_shard_size"].empty())
     args.max_shard_bytes = ctrainer::parse_shard_size(flags["max_shard_size"], "--max_shard_size");
@@ -75,6 +82,11 @@ int run(const Args& args) {
     const auto config = ctrainer::AutoConfig::from_pretrained(args.config);
     model = ctrainer::AutoModel::from_config(*config, task);
     ctrainer::save_pretrained(*model, args.save, "", args.max_shard_bytes);
+  }
+  if (!args.lora_config.empty()) {
+    ctrainer::attach_lora(*model, ctrainer::LoraConfig::from_file(args.lora_config));
+    if (std::filesystem::is_directory(args.lora_config))
+      ctrainer::load_lora_adapter(*model, args.lora_config);
   }
   model->eval();
 
