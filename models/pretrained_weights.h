@@ -15,6 +15,7 @@
 
 #include <ctrainer/integrations/safetensors_index.h>
 #include <ctrainer/models/model.h>
+#include <ctrainer/models/state_dict.h>
 
 namespace ctrainer {
 
@@ -49,13 +50,6 @@ struct WeightLoadReport {
   std::vector<std::string> unexpected_keys;    ///< in the checkpoint only: ignored
   std::vector<MismatchedKey> mismatched_keys;  ///< only with ignore_mismatched_sizes
 };
-
-/// Parameters and buffers by their hierarchical names (the HF state_dict keys), detached.
-std::map<std::string, at::Tensor> module_state_dict(const torch::nn::Module& module);
-
-/// module_state_dict() in torch's state_dict order (each module's parameters, then its buffers,
-/// modules in pre-order): the order transformers splits shards in.
-std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(const torch::nn::Module& module);
 
 /// Copies `checkpoint` into the module's parameters and buffers (converting dtype and device).
 /// Shape mismatches throw ArgumentError listing every mismatched key with both shapes (HF's

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/json_file.h>
 
@@ -86,7 +88,7 @@ void LoraConfig::validate(const std::string& source) const {
   if (r <= 0) refuse(source, "r", "must be a positive rank, not " + std::to_string(r));
   if (!std::isfinite(lora_alpha)) refuse(source, "lora_alpha", "must be a finite number");
   if (!(lora_dropout >= 0.0 && lora_dropout < 1.0))
-    refuse(source, "lora_dropout", "must be in [0, 1), not " + std::to_string(lora_dropout));
+    refuse(source, "lora_dropout", fmt::format("must be in [0, 1), not {}", lora_dropout));
   if (init_lora_weights != "true" && init_lora_weights != "false" &&
       init_lora_weights != "gaussian")
     refuse(source, "init_lora_weights",
@@ -197,7 +199,9 @@ nlohmann::json LoraConfig::to_json() const {
   else
     json["lora_alpha"] = lora_alpha;
   json["lora_dropout"] = lora_dropout;
-  if (target_regex)
+  if (all_linear)
+    json["target_modules"] = "all-linear";
+  else if (target_regex)
     json["target_modules"] = *target_regex;
   else
     json["target_modules"] = target_modules;

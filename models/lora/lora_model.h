@@ -11,9 +11,10 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include <ctrainer/integrations/safetensors_index.h>
 #include <ctrainer/models/lora/lora_config.h>
 #include <ctrainer/models/model.h>
-#include <ctrainer/models/pretrained_weights.h>
+#include <ctrainer/models/state_dict.h>
 
 namespace ctrainer {
 

@@ -840,6 +840,47 @@ def cases():
              ["$MLM", "--train_file", "text.txt", "--mlm_probability", "1.5"], files=text),
     ]
 
+    peft_config = {"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["c_attn"]}
+    lora = [
+        Case("--lora_alpha without --lora_r",
+             ["$CLM", "--train_file", "text.txt", "--lora_alpha", "16"], files=text),
+        Case("--lora_r 0", ["$CLM", "--train_file", "text.txt", "--lora_r", "0"], files=text),
+        Case("--lora_dropout of 1", ["$CLM", "--train_file", "text.txt", "--lora_r", "4",
+                                     "--lora_dropout", "1"], files=text),
+        Case("--lora_target_modules that name no module",
+             ["$CLM", "--train_file", "text.txt", "--lora_r", "4", "--lora_target_modules",
+              "q_proj,v_proj"], files=text),
+        Case("--lora_target_modules naming a LayerNorm",
+             ["$CLM", "--train_file", "text.txt", "--lora_r", "4", "--lora_target_modules",
+              "ln_1"], files=text),
+        Case("--merge_lora without --do_train",
+             ["run_clm", "--output_dir", "out", "--tokenizer_name", "vocab.txt", "--model_type",
+              "gpt2", "--train_file", "text.txt", "--do_eval", "--lora_r", "4", "--merge_lora"],
+             files=text),
+        Case("--lora_config together with --lora_r",
+             ["$CLM", "--train_file", "text.txt", "--lora_config", "adapter_config.json",
+              "--lora_r", "8"], files=dict(text, **{
+                  "adapter_config.json": json.dumps(peft_config)})),
+        Case("a PEFT adapter_config.json of another PEFT method",
+             ["$CLM", "--train_file", "text.txt", "--lora_config", "adapter_config.json"],
+             files=dict(text, **{"adapter_config.json": json.dumps(
+                 dict(peft_config, peft_type="IA3"))})),
+        Case("a PEFT adapter_config.json asking for DoRA",
+             ["$CLM", "--train_file", "text.txt", "--lora_config", "adapter_config.json"],
+             files=dict(text, **{"adapter_config.json": json.dumps(
+                 dict(peft_config, use_dora=True))})),
+        Case("a PEFT adapter_config.json that is not JSON",
+             ["$CLM", "--train_file", "text.txt", "--lora_config", "adapter_config.json"],
+             files=dict(text, **{"adapter_config.json": "{\"peft_type\": "})),
+        Case("a PEFT adapter folder given as the model",
+             ["run_clm", "--output_dir", "out", "--do_train", "--max_steps", "1", "--report_to",
+              "none", "--save_strategy", "no", "--tokenizer_name", "vocab.txt", "--train_file",
+              "text.txt", "--model_name_or_path", "adapter"],
+             files=dict(text, **{"adapter/adapter_config.json": json.dumps(peft_config),
+                                 "adapter/adapter_model.safetensors": b"",
+                                 "adapter/config.json": json.dumps({"model_type": "gpt2"})})),
+    ]
+
     return [
         ("Command-line flags", flags),
         ("Arguments JSON (--config FILE.json)", args_json),
@@ -854,4 +895,5 @@ def cases():
         ("Environment variables (torchrun, SLURM, OpenMPI, SageMaker, MLflow)", env),
         ("ctrainer-tokenize and ctrainer-plot", tokenize_plot),
         ("Language-model text files and models (run_clm, run_mlm)", language_modeling),
+        ("LoRA flags and PEFT adapter files (--lora_*, --lora_config)", lora),
     ]
