@@ -1,10 +1,6 @@
 #include <ctrainer/models/bert/bert_attention.h>
 
-#include <cmath>
-#include <optional>
-
-#include <ATen/ops/scaled_dot_product_attention.h>
-#include <ATen/ops/softmax.h>
+#include <ctrainer/models/attention.h>
 
 namespace ctrainer {
 
@@ -35,22 +31,8 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& hidden, const at::Te
   const at::Tensor q = heads(query->forward(queries_in));
   const at::Tensor k = heads(key->forward(hidden));
   const at::Tensor v = heads(value->forward(hidden));
-  at::Tensor context;
-  if (is_training() && dropout_prob_ > 0.0 && hidden.device().is_cpu()) {
-    // On the CPU, SDPA with dropout takes its unfused math path anyway, whose dropout is torch's
-    // slow per-element draw; the same steps with ctrainer::dropout.
-    at::Tensor scores =
-        at::matmul(q, k.transpose(-2, -1)).mul_(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-    if (mask.defined()) scores.add_(mask);
-    context = at::matmul(ctrainer::dropout(at::softmax(scores, -1), dropout_prob_, true), v);
-  } else {
-    // Fused kernels (flash / memory-efficient) where torch has one for these inputs.
-    std::optional<at::Tensor> additive_mask;
-    if (mask.defined()) additive_mask = mask;
-    context = at::scaled_dot_product_attention(q, k, v, additive_mask,
-                                               is_training() ? dropout_prob_ : 0.0,
-                                               /*is_causal=*/false);
-  }
+  const at::Tensor context =
+      attention(q, k, v, mask, dropout_prob_, is_training(), /*is_causal=*/false);
   return context.permute({0, 2, 1, 3}).reshape({batch, queries, width});
 }
 

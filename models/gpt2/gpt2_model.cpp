@@ -4,10 +4,10 @@
 #include <optional>
 #include <set>
 
-#include <ATen/ops/scaled_dot_product_attention.h>
 #include <torch/nn/init.h>
 
 #include <ctrainer/models/activations.h>
+#include <ctrainer/models/attention.h>
 #include <ctrainer/models/attention_mask.h>
 #include <ctrainer/models/gradient_checkpointing.h>
 #include <ctrainer/models/neftune.h>
@@ -44,11 +44,9 @@ at::Tensor GPT2AttentionImpl::forward(const at::Tensor& hidden, const at::Tensor
   auto heads = [&](const at::Tensor& x) {
     return x.view({batch, length, num_heads_, width / num_heads_}).transpose(1, 2);
   };
-  std::optional<at::Tensor> attn_mask;
-  if (mask.defined()) attn_mask = mask;
-  const at::Tensor context = at::scaled_dot_product_attention(
-      heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), attn_mask, is_training() ? attn_pdrop_ : 0.0,
-      /*is_causal=*/!mask.defined(), scaling_);
+  const at::Tensor context =
+      attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), mask, attn_pdrop_, is_training(),
+                /*is_causal=*/!mask.defined(), scaling_);
   return resid_dropout->forward(
       c_proj->forward(context.transpose(1, 2).reshape({batch, length, width})));
 }

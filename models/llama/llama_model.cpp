@@ -5,10 +5,10 @@
 #include <optional>
 #include <set>
 
-#include <ATen/ops/scaled_dot_product_attention.h>
 #include <torch/nn/init.h>
 
 #include <ctrainer/models/activations.h>
+#include <ctrainer/models/attention.h>
 #include <ctrainer/models/attention_mask.h>
 #include <ctrainer/models/gradient_checkpointing.h>
 #include <ctrainer/models/neftune.h>
@@ -100,11 +100,9 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& hidden, const RotaryTab
   q = q * rotary.cos + rotate_half(q) * rotary.sin;
   k = k * rotary.cos + rotate_half(k) * rotary.sin;
   const int64_t groups = num_heads_ / num_kv_heads_;
-  std::optional<at::Tensor> attn_mask;
-  if (mask.defined()) attn_mask = mask;
-  const at::Tensor context = at::scaled_dot_product_attention(
-      q, repeat_kv(k, groups), repeat_kv(v, groups), attn_mask, is_training() ? dropout_ : 0.0,
-      /*is_causal=*/!mask.defined(), 1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  const at::Tensor context =
+      attention(q, repeat_kv(k, groups), repeat_kv(v, groups), mask, dropout_, is_training(),
+                /*is_causal=*/!mask.defined(), 1.0 / std::sqrt(static_cast<double>(head_dim_)));
   return o_proj->forward(context.transpose(1, 2).reshape({batch, length, num_heads_ * head_dim_}));
 }
 

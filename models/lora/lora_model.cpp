@@ -1,5 +1,6 @@
 #include <ctrainer/models/lora/lora_model.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>

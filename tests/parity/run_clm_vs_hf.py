@@ -29,6 +29,7 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2L
 
 from lm_run_parity import compare_runs
 from parity_support import binary, fail_if, run
+from hf_trainer_clm import Blocks  # noqa: E402 (benchmarks/reference, on the path)
 
 RTOL = 1e-4
 THREADS = 2
@@ -66,18 +67,6 @@ def run_clm_blocks(train_file, tokenizer):
     return tuple([block for start in range(0, len(splits[name]), 1000)
                   for block in group_texts(splits[name][start:start + 1000])]
                  for name in ("train", "validation"))
-
-
-class Blocks(torch.utils.data.Dataset):
-    def __init__(self, blocks):
-        self.blocks = blocks
-
-    def __len__(self):
-        return len(self.blocks)
-
-    def __getitem__(self, i):
-        ids = torch.tensor(self.blocks[i])
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids.clone()}
 
 
 def main():

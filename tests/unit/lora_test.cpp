@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <torch/torch.h>
@@ -190,6 +191,32 @@ TEST_F(Lora, MergingGivesTheAdaptedLogits) {
       EXPECT_EQ(item.key().find("lora"), std::string::npos) << item.key();
     EXPECT_TRUE(torch::allclose(model->forward(batch).logits, adapted, 1e-4, 1e-5)) << type;
   }
+}
+
+TEST_F(Lora, GradientCheckpointingGivesTheAdapterTheSameGradients) {
+  // The frozen embeddings' output needs no gradient: the checkpointed blocks must still pass
+  // the adapters' gradients through (their tensors are inputs of the recorded node).
+  std::map<std::string, at::Tensor> grads[2];
+  const Batch batch = batch_of(ModelTask::kCausalLM);
+  for (int checkpointed = 0; checkpointed < 2; ++checkpointed) {
+    auto model = tiny("gpt2", ModelTask::kCausalLM);
+    LoraConfig config;
+    config.all_linear = true;
+    attach_lora(*model, config);
+    torch::manual_seed(11);
+    randomize_adapters(*model);
+    model->train();  // dropout is 0 in tiny(); checkpointing applies in training only
+    model->gradient_checkpointing_enable(checkpointed == 1);
+    model->forward(batch).loss.backward();
+    for (const auto& item : model->named_parameters())
+      if (item.value().requires_grad()) {
+        ASSERT_TRUE(item.value().grad().defined()) << item.key() << " checkpointed " << checkpointed;
+        grads[checkpointed][item.key()] = item.value().grad().clone();
+      }
+  }
+  ASSERT_EQ(grads[0].size(), 16u);
+  for (const auto& [key, grad] : grads[0])
+    EXPECT_TRUE(torch::allclose(grads[1].at(key), grad, 1e-5, 1e-7)) << key;
 }
 
 TEST_F(Lora, TheAdapterFolderRoundTrips) {
