@@ -3,7 +3,7 @@
 // data handling (texts grouped into max_seq_length examples, or --line_by_line), masking
 // (DataCollatorForLanguageModeling, 80/10/10; --whole_word_mask) and output files.
 //
-//      run_mlm --model_type bert --config_overrides hidden_size=128,num_hidden_layers=2,\
+//     run_mlm --model_type bert --config_overrides hidden_size=128,num_hidden_layers=2,\
 //num_attention_heads=2,intermediate_size=512 --tokenizer_name examples/data/vocab \
 //           --train_file examples/data/text/kjv.txt --max_seq_length 128 \
 //           --output_dir out --do_train --do_eval
