@@ -5,8 +5,6 @@
 // Agreement with PEFT itself: parity.lora_vs_peft.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +17,7 @@
 
 #include "support/glue_files.h"
 #include "support/process.h"
+#include "support/test_data.h"
 
 namespace ctrainer {
 namespace {
@@ -48,10 +47,7 @@ bool same_bytes(const fs::path& a, const fs::path& b) {
 class RunLora : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ctrainer_lora_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = testing::fresh_output_dir("lora");
     fs::create_directories(dir_ / "data");
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -4,8 +4,6 @@
 // reading. Agreement with PEFT itself: parity.lora_vs_peft.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <map>
 #include <set>
@@ -18,6 +16,8 @@
 #include <ctrainer/models/lora/lora_model.h>
 #include <ctrainer/models/pretrained_weights.h>
 #include <ctrainer/models/registry/model_registry.h>
+
+#include "support/test_data.h"
 
 namespace ctrainer {
 namespace {
@@ -77,12 +77,7 @@ void randomize_adapters(Model& model) {
 
 class Lora : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ctrainer_lora_unit_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { dir_ = testing::fresh_output_dir("lora_unit"); }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
@@ -210,7 +205,8 @@ TEST_F(Lora, GradientCheckpointingGivesTheAdapterTheSameGradients) {
     model->forward(batch).loss.backward();
     for (const auto& item : model->named_parameters())
       if (item.value().requires_grad()) {
-        ASSERT_TRUE(item.value().grad().defined()) << item.key() << " checkpointed " << checkpointed;
+        ASSERT_TRUE(item.value().grad().defined())
+            << item.key() << " checkpointed " << checkpointed;
         grads[checkpointed][item.key()] = item.value().grad().clone();
       }
   }
