@@ -19,6 +19,11 @@ class TensorMap {
   bool contains(const std::string& key) const { return items_.count(key) != 0; }
   /// The tensor under `key`; throws std::out_of_range naming the key and the keys present.
   const at::Tensor& at(const std::string& key) const;
+  /// The tensor under `key`, or an undefined tensor when absent (a model's optional inputs).
+  at::Tensor get_or_undefined(const std::string& key) const {
+    const auto found = items_.find(key);
+    return found == items_.end() ? at::Tensor() : found->second;
+  }
   at::Tensor& operator[](const std::string& key) { return items_[key]; }
   void set(const std::string& key, at::Tensor value) { items_[key] = std::move(value); }
   void erase(const std::string& key) { items_.erase(key); }

@@ -6,14 +6,6 @@
 #include <ctrainer/models/task_heads.h>
 
 namespace ctrainer {
-namespace {
-
-at::Tensor optional_input(const Batch& batch, const char* key) {
-  return batch.contains(key) ? batch.at(key) : at::Tensor();
-}
-
-}  // namespace
-
 BertForSequenceClassification::BertForSequenceClassification(const BertConfig& config,
                                                              bool initialise_weights)
     : config_(config) {
@@ -85,14 +77,14 @@ void BertForSequenceClassification::gradient_checkpointing_enable(bool enable) {
 at::Tensor BertForSequenceClassification::pooled_output(const Batch& batch) {
   if (full_last_layer_) {
     return bert
-        ->forward(batch.at("input_ids"), optional_input(batch, "attention_mask"),
-                  optional_input(batch, "token_type_ids"))
+        ->forward(batch.at("input_ids"), batch.get_or_undefined("attention_mask"),
+                  batch.get_or_undefined("token_type_ids"))
         .pooler_output;
   }
   // Only [CLS] reaches the classifier: the last layer computes that row alone (HF computes every
   // row and drops all but one; the values and gradients are the same).
-  return bert->pooled_output(batch.at("input_ids"), optional_input(batch, "attention_mask"),
-                             optional_input(batch, "token_type_ids"));
+  return bert->pooled_output(batch.at("input_ids"), batch.get_or_undefined("attention_mask"),
+                             batch.get_or_undefined("token_type_ids"));
 }
 
 ModelOutput BertForSequenceClassification::forward(const Batch& batch) {

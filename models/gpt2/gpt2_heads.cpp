@@ -6,14 +6,10 @@
 namespace ctrainer {
 namespace {
 
-at::Tensor optional_input(const Batch& batch, const char* key) {
-  return batch.contains(key) ? batch.at(key) : at::Tensor();
-}
-
 at::Tensor run_transformer(GPT2Model& transformer, const Batch& batch) {
-  return transformer->forward(batch.at("input_ids"), optional_input(batch, "attention_mask"),
-                              optional_input(batch, "token_type_ids"),
-                              optional_input(batch, "position_ids"));
+  return transformer->forward(batch.at("input_ids"), batch.get_or_undefined("attention_mask"),
+                              batch.get_or_undefined("token_type_ids"),
+                              batch.get_or_undefined("position_ids"));
 }
 
 template <typename Head>
@@ -58,8 +54,8 @@ GPT2LMHeadModel::GPT2LMHeadModel(const GPT2Config& config, bool initialise_weigh
     : GPT2PreTrainedModel(config, "GPT2LMHeadModel") {
   if (!config_.tie_word_embeddings)
     lm_head = register_module(
-        "lm_head", AdaptableLinear(
-                       torch::nn::LinearOptions(config_.n_embd, config_.vocab_size).bias(false)));
+        "lm_head",
+        AdaptableLinear(torch::nn::LinearOptions(config_.n_embd, config_.vocab_size).bias(false)));
   if (initialise_weights) init_gpt2_weights(*this, config_);
 }
 
@@ -84,8 +80,8 @@ GPT2ForSequenceClassification::GPT2ForSequenceClassification(const GPT2Config& c
                                                              bool initialise_weights)
     : GPT2PreTrainedModel(config, "GPT2ForSequenceClassification") {
   score = register_module(
-      "score", AdaptableLinear(
-                   torch::nn::LinearOptions(config_.n_embd, config_.num_labels()).bias(false)));
+      "score",
+      AdaptableLinear(torch::nn::LinearOptions(config_.n_embd, config_.num_labels()).bias(false)));
   if (initialise_weights) init_gpt2_weights(*this, config_);
 }
 

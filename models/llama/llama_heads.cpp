@@ -5,13 +5,9 @@
 namespace ctrainer {
 namespace {
 
-at::Tensor optional_input(const Batch& batch, const char* key) {
-  return batch.contains(key) ? batch.at(key) : at::Tensor();
-}
-
 at::Tensor run_decoder(LlamaModel& model, const Batch& batch) {
-  return model->forward(batch.at("input_ids"), optional_input(batch, "attention_mask"),
-                        optional_input(batch, "position_ids"));
+  return model->forward(batch.at("input_ids"), batch.get_or_undefined("attention_mask"),
+                        batch.get_or_undefined("position_ids"));
 }
 
 template <typename Head>

@@ -4,6 +4,12 @@
 
 namespace ctrainer {
 
+int64_t padding_value_for(const std::string& key, int64_t pad_token_id) {
+  if (key == "input_ids") return pad_token_id;
+  if (key == "special_tokens_mask") return 1;
+  return 0;
+}
+
 Batch DefaultDataCollator::operator()(const std::vector<Example>& examples) const {
   Batch batch;
   if (examples.empty()) return batch;

@@ -1,6 +1,7 @@
 #pragma once
 /// \file Collators turn a list of examples into one batch.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ctrainer/core/batch.h>
@@ -27,6 +28,10 @@ class DataCollator {
     return (*this)(examples);
   }
 };
+
+/// The value a collator pads `key` with: the tokenizer's pad id for input_ids, 1 for
+/// special_tokens_mask (padding is special, as HF's tokenizer.pad marks it), 0 for the rest.
+int64_t padding_value_for(const std::string& key, int64_t pad_token_id);
 
 /// Stacks every key along a new first dimension (HF's DefaultDataCollator). All examples must
 /// carry the same keys with equal shapes; otherwise it throws naming the key.

@@ -30,12 +30,6 @@ void check_probability(double value, const char* name) {
         "DataCollatorForLanguageModeling: {} should be between 0 and 1, got {}", name, value));
 }
 
-int64_t pad_value(const std::string& key, int64_t pad_token_id) {
-  if (key == "input_ids") return pad_token_id;
-  if (key == "special_tokens_mask") return 1;  // padding is special (HF's tokenizer.pad)
-  return 0;
-}
-
 /// Pads 1-D sequences (and offset_mapping's [T, 2] rows) to `length` on the given side.
 at::Tensor pad_rows(const std::vector<at::Tensor>& rows, int64_t length, int64_t value, bool left) {
   std::vector<int64_t> shape{static_cast<int64_t>(rows.size()), length};
@@ -207,8 +201,8 @@ Batch DataCollatorForLanguageModeling::build(const std::vector<Example>& example
       const int64_t m = *options_.pad_to_multiple_of;
       length = (length + m - 1) / m * m;
     }
-    batch.set(key,
-              pad_rows(rows, length, pad_value(key, *options_.pad_token_id), options_.pad_left));
+    batch.set(key, pad_rows(rows, length, padding_value_for(key, *options_.pad_token_id),
+                            options_.pad_left));
   }
   if (!batch.contains("input_ids"))
     throw std::invalid_argument(

@@ -15,12 +15,6 @@ bool is_sequence_key(const std::string& key) {
          key == "special_tokens_mask";
 }
 
-int64_t pad_value(const std::string& key, int64_t pad_token_id) {
-  if (key == "input_ids") return pad_token_id;
-  if (key == "special_tokens_mask") return 1;  // padding is special (HF's tokenizer.pad)
-  return 0;
-}
-
 }  // namespace
 
 DataCollatorWithPadding::DataCollatorWithPadding(PaddingCollatorOptions options)
@@ -74,8 +68,8 @@ Batch DataCollatorWithPadding::operator()(const std::vector<Example>& examples) 
       const int64_t m = *options_.pad_to_multiple_of;
       length = (length + m - 1) / m * m;
     }
-    at::Tensor out =
-        at::full({n, length}, pad_value(key, options_.pad_token_id), parts.front().options());
+    at::Tensor out = at::full({n, length}, padding_value_for(key, options_.pad_token_id),
+                              parts.front().options());
     for (int64_t i = 0; i < n; ++i) {
       const at::Tensor& t = parts[static_cast<size_t>(i)];
       out[i].narrow(0, 0, t.size(0)).copy_(t);
