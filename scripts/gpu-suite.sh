@@ -76,9 +76,9 @@ kit() {
 
 # What the GPU tests and the benchmark need, built alone: on a 15-minute lease the whole build
 # (~170 test and tool programs) would leave no time for a benchmark of realistic length.
-readonly GPU_TARGETS='ctrainer_cuda run_glue ctrainer-bench ctrainer_cuda_test
-  ctrainer_cuda_support_test ctrainer_grad_scaler_test ctrainer_precision_test
-  ctrainer_rng_state_test ctrainer_run_glue_gpu_e2e_test'
+# The unit tests are one program in a unity build (tests/CMakeLists.txt): ctrainer_unit_tests.
+readonly GPU_TARGETS='ctrainer_cuda run_glue ctrainer-bench ctrainer_unit_tests
+  ctrainer_run_glue_gpu_e2e_test'
 
 suite() {
   export CT_BUILD_ARGS="--target $(echo $GPU_TARGETS) ${CT_BUILD_ARGS:-}"

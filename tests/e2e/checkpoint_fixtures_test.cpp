@@ -1,10 +1,17 @@
 // Checkpoints written by an earlier build (tests/data/checkpoints_v1, made by its
-// make_fixtures.sh with main at bbb49f7) still resume, bit for bit: plain, ZeRO-2, ZeRO-3 and FSDP
+// make_fixtures.sh with main at bbb49f7) still resume: plain, ZeRO-2, ZeRO-3 and FSDP
 // full_shard. Each fixture is the checkpoint-3 of a 6-step run and the weights that run ended
 // with; today's ctrainer-train-classifier resumes the checkpoint (under ctrainer-run, with the
-// fixture's number of processes) and must end on exactly those weights. This is what keeps the
+// fixture's number of processes) and must end on those weights. This is what keeps the
 // checkpoint format, and what a resume restores, from changing under a refactoring of the code
 // that writes and reads it (the Strategy's sharded state, the optimizer-state codec).
+//
+// Bit for bit where the CPU takes the fixture machine's MKL kernels (the Intel Xeon dev machines
+// of 2026-11); other CPUs round the GEMMs differently (on an AMD EPYC with AVX-512 the resumed
+// weights end within 1.2e-7 of the recorded ones), so they must agree within kTolerance. That
+// still catches what the test is for: a resume that loses the optimizer's moments, the
+// scheduler's step or the RNG state changes the last 3 updates, each of the order of the
+// learning rate (1e-2), not of a rounding.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -32,6 +39,7 @@ constexpr const char* kTrainFlags =
     " --warmup_steps 2 --dataloader_num_workers 0";
 
 const fs::path kFixtures = fs::path(CTRAINER_TEST_DATA_DIR) / "checkpoints_v1";
+constexpr double kTolerance = 1e-6;
 
 class CheckpointFixtures : public ::testing::TestWithParam<std::pair<std::string, int>> {
  protected:
@@ -77,9 +85,10 @@ TEST_P(CheckpointFixtures, ResumesToTheWeightsTheOriginalRunEndedWith) {
   ASSERT_EQ(resumed.tensors.size(), expected.tensors.size());
   for (const auto& [key, value] : expected.tensors) {
     ASSERT_TRUE(resumed.tensors.count(key)) << key;
-    EXPECT_TRUE(at::equal(resumed.tensors.at(key), value))
-        << name << " " << key << ": max difference "
-        << (resumed.tensors.at(key) - value).abs().max().item<double>();
+    const at::Tensor& got = resumed.tensors.at(key);
+    ASSERT_EQ(got.sizes(), value.sizes()) << name << " " << key;
+    const double difference = (got - value).abs().max().item<double>();
+    EXPECT_LE(difference, kTolerance) << name << " " << key << ": max difference " << difference;
   }
 }
 

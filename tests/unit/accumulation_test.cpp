@@ -8,7 +8,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace accumulation_test {
 
 std::vector<at::Tensor> train_and_get_params(int64_t n_examples, int64_t batch,
                                              int64_t accumulation, OptimizerName optim,
@@ -72,5 +72,5 @@ TEST(Accumulation, DifferentWindowsReallyDiffer) {
   EXPECT_GT(max_diff, 1e-4);
 }
 
-}  // namespace
+}  // namespace accumulation_test
 }  // namespace ctrainer

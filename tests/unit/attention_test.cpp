@@ -10,7 +10,7 @@
 #include <ctrainer/models/attention.h>
 
 namespace ctrainer {
-namespace {
+namespace attention_test {
 
 constexpr int64_t kLength = 48;
 
@@ -70,5 +70,5 @@ TEST(Attention, ABooleanMaskActsAsItsAdditiveForm) {
       0.0f);
 }
 
-}  // namespace
+}  // namespace attention_test
 }  // namespace ctrainer

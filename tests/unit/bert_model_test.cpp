@@ -24,7 +24,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace bert_model_test {
 
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
@@ -684,5 +684,5 @@ TEST_F(BertModelTest, GradientCheckpointingIsOffInEvalAndUnsupportedModelsRefuse
                         {"--gradient_checkpointing", "does not support"});
 }
 
-}  // namespace
+}  // namespace bert_model_test
 }  // namespace ctrainer

@@ -14,7 +14,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 
-namespace {
+namespace bert_tokenizer_test {
 
 using ctrainer::ArgumentError;
 using ctrainer::BasicTokenizer;
@@ -458,4 +458,4 @@ TEST(BertTokenizer, CopiesShareTheVocabulary) {
   EXPECT_EQ(cased().vocab_size(), 28996);
 }
 
-}  // namespace
+}  // namespace bert_tokenizer_test

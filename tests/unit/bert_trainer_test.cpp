@@ -14,7 +14,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace bert_trainer_test {
 
 // CTRAINER_EXAMPLES_DATA_DIR is <repo>/examples/data; the tiny BERT lives in <repo>/tests/data.
 const std::string kTinyConfig =
@@ -116,5 +116,5 @@ TEST(BertTrainer, GradientCheckpointingOnAModelWithoutSupportIsRefused) {
                         {"--gradient_checkpointing", "does not support"});
 }
 
-}  // namespace
+}  // namespace bert_trainer_test
 }  // namespace ctrainer

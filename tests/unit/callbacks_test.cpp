@@ -10,7 +10,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace callbacks_test {
 
 /// Records every event name.
 class RecordingCallback : public TrainerCallback {
@@ -250,5 +250,5 @@ TEST(Callbacks, PopCallbackRemovesIt) {
   EXPECT_NE(trainer.pop_callback("PrinterCallback"), nullptr);  // disable_tqdm -> printer
 }
 
-}  // namespace
+}  // namespace callbacks_test
 }  // namespace ctrainer

@@ -27,7 +27,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace checkpoint_manager_test {
 namespace fs = std::filesystem;
 
 std::string file_text(const fs::path& path) {
@@ -425,5 +425,5 @@ TEST(CheckpointManager, ResumeCheckpointFollowsHfsFlag) {
                         {"no such checkpoint folder"});
 }
 
-}  // namespace
+}  // namespace checkpoint_manager_test
 }  // namespace ctrainer

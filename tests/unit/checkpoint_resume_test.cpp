@@ -21,7 +21,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace checkpoint_resume_test {
 namespace fs = std::filesystem;
 
 /// Stops training after step k (the checkpoint of step k is written by save_steps).
@@ -453,11 +453,11 @@ TEST(CheckpointResume, AStateFileWithGarbageIsNamedInTheError) {
   }
 }
 
-}  // namespace
+}  // namespace checkpoint_resume_test
 }  // namespace ctrainer
 
 namespace ctrainer {
-namespace {
+namespace checkpoint_resume_test {
 
 TEST(CheckpointDir, ParallelCrc32EqualsZlibOverTheWholeFile) {
   // Sizes around the split threshold (32 MiB per part) and odd lengths.
@@ -474,5 +474,5 @@ TEST(CheckpointDir, ParallelCrc32EqualsZlibOverTheWholeFile) {
   }
 }
 
-}  // namespace
+}  // namespace checkpoint_resume_test
 }  // namespace ctrainer

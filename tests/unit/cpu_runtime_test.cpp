@@ -16,7 +16,7 @@
 #include <ctrainer/trainer/runtime/cpu_runtime.h>
 
 namespace ctrainer {
-namespace {
+namespace cpu_runtime_test {
 
 // libtorch_cpu exports a copy of libstdc++'s std::filesystem (pytorch/pytorch#133437); mixing it
 // with the system's (path objects built by one, used by the other) is what the programs must
@@ -66,11 +66,11 @@ TEST(CpuRuntime, IntraOpThreadsAreSetFromTheCoresPerProcess) {
   EXPECT_EQ(at::get_num_threads(), all);
 }
 
-}  // namespace
+}  // namespace cpu_runtime_test
 }  // namespace ctrainer
 
 namespace ctrainer {
-namespace {
+namespace cpu_runtime_test {
 
 /// Resident memory of this process in bytes (/proc/self/statm's second field, in pages).
 int64_t resident_bytes() {
@@ -99,5 +99,5 @@ TEST(CpuRuntime, KeptFreeMemoryStaysResidentUntilReleased) {
       << "kept " << kept << " B resident, " << released << " B after release_freed_memory()";
 }
 
-}  // namespace
+}  // namespace cpu_runtime_test
 }  // namespace ctrainer

@@ -23,7 +23,7 @@
 #include "support/process.h"
 
 namespace ctrainer {
-namespace {
+namespace cuda_support_test {
 
 #ifdef CTRAINER_WITH_CUDA
 constexpr bool kBuiltWithCuda = true;
@@ -141,5 +141,5 @@ TEST(CudaSupport, AnUnknownSettingIsAClearErrorAtDeviceSelection) {
       << result.output;
 }
 
-}  // namespace
+}  // namespace cuda_support_test
 }  // namespace ctrainer

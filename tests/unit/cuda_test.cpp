@@ -24,7 +24,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace cuda_test {
 namespace fs = std::filesystem;
 
 #ifdef CTRAINER_WITH_CUDA
@@ -247,5 +247,5 @@ TEST(Cuda, Fp16TrainingCheckpointsTheScalerAndResumesExactly) {
     EXPECT_TRUE(resumed.params[i].equal(uninterrupted.params[i])) << "parameter " << i;
 }
 
-}  // namespace
+}  // namespace cuda_test
 }  // namespace ctrainer

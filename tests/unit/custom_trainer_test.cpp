@@ -12,7 +12,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace custom_trainer_test {
 
 /// The weighted-loss example of the HF Trainer documentation, in C++.
 class WeightedLossTrainer : public Trainer {
@@ -138,5 +138,5 @@ TEST(CustomTrainer, TrainingStepOverrideIsUsed) {
   EXPECT_GT(out.training_loss, 0.0);  // the returned losses were still accumulated
 }
 
-}  // namespace
+}  // namespace custom_trainer_test
 }  // namespace ctrainer

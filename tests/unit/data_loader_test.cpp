@@ -12,7 +12,7 @@
 #include <ctrainer/trainer/data/padding_collator.h>
 
 namespace ctrainer {
-namespace {
+namespace data_loader_test {
 
 /// Variable-length examples (length 1 + i % 5) without a stacked fast path; counts get() calls
 /// and can fail on one index.
@@ -174,5 +174,5 @@ TEST(BatchStream, LoaderStateNamesTheSampler) {
   EXPECT_EQ(s.position, 1);
 }
 
-}  // namespace
+}  // namespace data_loader_test
 }  // namespace ctrainer

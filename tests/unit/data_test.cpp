@@ -9,7 +9,7 @@
 #include <ctrainer/trainer/evaluation/tensor_concat.h>
 
 namespace ctrainer {
-namespace {
+namespace data_test {
 
 std::shared_ptr<TensorDataset> counting_dataset(int64_t n) {
   return std::make_shared<TensorDataset>(std::map<std::string, at::Tensor>{
@@ -107,5 +107,5 @@ TEST(Data, ConcatPaddedPadsRaggedSecondDimensionWithMinus100) {
   EXPECT_FALSE(concat_padded({}).defined());
 }
 
-}  // namespace
+}  // namespace data_test
 }  // namespace ctrainer

@@ -16,7 +16,7 @@
 
 #include "support/process.h"
 
-namespace {
+namespace ddp_strategy_test {
 
 using ctrainer::testing::free_port;
 
@@ -135,4 +135,4 @@ TEST_F(DDPStrategyTest, LastStatsDescribeTheLastSynchronisingBackward) {
   }
 }
 
-}  // namespace
+}  // namespace ddp_strategy_test

@@ -13,7 +13,7 @@
 #include "support/expect_error.h"
 
 namespace ctrainer {
-namespace {
+namespace deepspeed_config_test {
 using json = nlohmann::json;
 using testing::expect_error;
 
@@ -265,5 +265,5 @@ TEST(PythonFormatting, AsTransformersPrintsMismatches) {
   EXPECT_FALSE(python_equal(json::array({0.9, 0.99}), json::array({0.9, 0.999})));
 }
 
-}  // namespace
+}  // namespace deepspeed_config_test
 }  // namespace ctrainer

@@ -18,7 +18,7 @@
 #include <ctrainer/trainer/optim/fused_adamw.h>
 
 namespace ctrainer {
-namespace {
+namespace deepspeed_optimizers_test {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
@@ -182,5 +182,5 @@ TEST(DeepSpeedOptimizersTest, ErrorsNameTheConfigKey) {
               HasSubstr("optimizer.params.momentum must be a number"));
 }
 
-}  // namespace
+}  // namespace deepspeed_optimizers_test
 }  // namespace ctrainer

@@ -18,7 +18,7 @@
 #include <ctrainer/trainer/optim/deepspeed_schedulers.h>
 
 namespace ctrainer {
-namespace {
+namespace deepspeed_schedulers_test {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
@@ -314,5 +314,5 @@ TEST(DeepSpeedSchedulersTest, HfMultiplierIsRefusedClearly) {
   EXPECT_THROW(scheduler->multiplier(0), ArgumentError);
 }
 
-}  // namespace
+}  // namespace deepspeed_schedulers_test
 }  // namespace ctrainer

@@ -13,7 +13,7 @@
 #include <ctrainer/models/dropout.h>
 
 namespace ctrainer {
-namespace {
+namespace dropout_test {
 
 TEST(Dropout, KeepsOneMinusPScaledByItsInverse) {
   for (const double p : {0.1, 0.5, 0.9}) {
@@ -147,5 +147,5 @@ TEST(Dropout, BertAttentionTrainingPathIsTheFormula) {
                               1e-5, 1e-6));
 }
 
-}  // namespace
+}  // namespace dropout_test
 }  // namespace ctrainer

@@ -12,7 +12,7 @@
 #include <ctrainer/trainer/evaluation/eval_gather.h>
 
 namespace ctrainer {
-namespace {
+namespace eval_gather_test {
 
 /// A strategy whose all_gather returns the given per-rank tensors.
 class FixedGatherStrategy : public Strategy {
@@ -103,5 +103,5 @@ TEST(EvalGather, SharesThatAreNotTheSamplersAreAnError) {
                  "rank 1 produced 3 rows after rank 0's 2");
 }
 
-}  // namespace
+}  // namespace eval_gather_test
 }  // namespace ctrainer

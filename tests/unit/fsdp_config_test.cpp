@@ -13,7 +13,7 @@
 #include "support/expect_error.h"
 
 namespace ctrainer {
-namespace {
+namespace fsdp_config_test {
 using json = nlohmann::json;
 using testing::expect_error;
 
@@ -311,5 +311,5 @@ TEST(ShardingFiles, ValidateReadsEachFileOnceAndTheTrainerResolvesWhatItRead) {
   EXPECT_TRUE(fsdp.gradient_checkpointing);
 }
 
-}  // namespace
+}  // namespace fsdp_config_test
 }  // namespace ctrainer

@@ -14,7 +14,7 @@
 #include <ctrainer/trainer/optim/fused_adamw.h>
 
 namespace ctrainer {
-namespace {
+namespace fused_adamw_test {
 
 using torch::optim::AdamW;
 using torch::optim::AdamWOptions;
@@ -155,5 +155,5 @@ TEST(FusedAdamW, SparseGradientIsRefused) {
   EXPECT_THROW(optimizer->step(), c10::Error);
 }
 
-}  // namespace
+}  // namespace fused_adamw_test
 }  // namespace ctrainer

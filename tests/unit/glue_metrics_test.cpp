@@ -8,7 +8,7 @@
 #include <ctrainer/examples/glue/glue_metrics.h>
 
 namespace ctrainer::metrics {
-namespace {
+namespace glue_metrics_test {
 
 // preds vs labels: TP = 2 (0, 2), FP = 1 (3), FN = 1 (1), TN = 0.
 const std::vector<int64_t> kPreds{1, 0, 1, 1};
@@ -58,5 +58,5 @@ TEST(GlueMetrics, UnknownTaskNamesTheValidOnes) {
   }
 }
 
-}  // namespace
+}  // namespace glue_metrics_test
 }  // namespace ctrainer::metrics

@@ -15,7 +15,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer::glue {
-namespace {
+namespace glue_reader_test {
 
 const std::string kGlueDir = std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/glue";
 
@@ -209,5 +209,5 @@ TEST(TsvFile, SplitsOnTabsOnlyAndHandlesBomCrlfAndLastLine) {
   EXPECT_EQ(file.where(7), "mem.tsv:7");
 }
 
-}  // namespace
+}  // namespace glue_reader_test
 }  // namespace ctrainer::glue

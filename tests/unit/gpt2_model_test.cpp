@@ -18,7 +18,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace gpt2_model_test {
 
 namespace fs = std::filesystem;
 using testing::expect_error;
@@ -238,5 +238,5 @@ TEST(GPT2Model, RefusesInputsLongerThanItsPositions) {
   EXPECT_THROW(model.forward(batch), c10::Error);
 }
 
-}  // namespace
+}  // namespace gpt2_model_test
 }  // namespace ctrainer

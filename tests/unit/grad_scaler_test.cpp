@@ -16,7 +16,7 @@
 #include "support/expect_error.h"
 
 namespace ctrainer {
-namespace {
+namespace grad_scaler_test {
 
 at::Tensor flag(bool found_inf) {
   return at::full({1}, found_inf ? 1.0f : 0.0f);
@@ -301,5 +301,5 @@ TEST(GradScaler, BadOptionsNameTheOption) {
   expect_bad(d, "min_loss_scale");
 }
 
-}  // namespace
+}  // namespace grad_scaler_test
 }  // namespace ctrainer

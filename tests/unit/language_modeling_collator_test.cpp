@@ -15,7 +15,7 @@
 #include <ctrainer/trainer/data/language_modeling_collator.h>
 
 namespace ctrainer {
-namespace {
+namespace language_modeling_collator_test {
 
 using nlohmann::json;
 
@@ -214,5 +214,5 @@ TEST(DataCollatorWithFlattening, KeepsGivenLabelsAndOptions) {
   EXPECT_THROW(collator({a, b}), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace language_modeling_collator_test
 }  // namespace ctrainer

@@ -13,7 +13,7 @@
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
 
 namespace ctrainer {
-namespace {
+namespace language_modeling_data_test {
 namespace fs = std::filesystem;
 
 const std::string kTokenizer = std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/text/kjv-bpe-8k";
@@ -129,5 +129,5 @@ TEST(LanguageModelingData, BlockSizeFollowsTheTokenizerAndThePositions) {
   EXPECT_THROW(run_lm::load_lm_model(model_args, ModelTask::kCausalLM), ArgumentError);
 }
 
-}  // namespace
+}  // namespace language_modeling_data_test
 }  // namespace ctrainer

@@ -12,7 +12,7 @@
 #include "support/expect_error.h"
 
 namespace ctrainer::launcher {
-namespace {
+namespace launch_options_test {
 
 using Environment = std::map<std::string, std::string>;
 
@@ -72,5 +72,5 @@ TEST(LaunchOptionsSageMaker, AMalformedLayoutIsAnError) {
       {"SM_HOSTS='algo-1'"});
 }
 
-}  // namespace
+}  // namespace launch_options_test
 }  // namespace ctrainer::launcher

@@ -20,7 +20,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace llama_model_test {
 
 namespace fs = std::filesystem;
 using testing::expect_error;
@@ -165,5 +165,5 @@ TEST(LlamaCausalLM, GradientCheckpointingGivesTheSameLossAndGradients) {
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(at::equal(plain[i], checkpointed[i])) << i;
 }
 
-}  // namespace
+}  // namespace llama_model_test
 }  // namespace ctrainer

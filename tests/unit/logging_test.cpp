@@ -14,7 +14,7 @@
 #include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
-namespace {
+namespace logging_test {
 
 namespace lg = ctrainer::logging;
 
@@ -214,5 +214,5 @@ TEST(Logging, UnknownLevelIsAnArgumentError) {
   }
 }
 
-}  // namespace
+}  // namespace logging_test
 }  // namespace ctrainer

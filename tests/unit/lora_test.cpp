@@ -20,7 +20,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace lora_test {
 
 namespace fs = std::filesystem;
 
@@ -287,5 +287,5 @@ TEST(LoraConfigJson, ReadsWhatPeftWritesAndRefusesWhatItCannotHonour) {
   EXPECT_TRUE(refused("surprise_key", 3));
 }
 
-}  // namespace
+}  // namespace lora_test
 }  // namespace ctrainer

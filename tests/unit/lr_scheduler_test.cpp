@@ -18,7 +18,7 @@
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 
 namespace ctrainer {
-namespace {
+namespace lr_scheduler_test {
 
 constexpr int64_t kWarmup = 10;
 constexpr int64_t kTotal = 100;
@@ -384,5 +384,5 @@ TEST(LrScheduler, GetWarmupSteps) {
   EXPECT_EQ(get_warmup_steps(args, 1000), 1);
 }
 
-}  // namespace
+}  // namespace lr_scheduler_test
 }  // namespace ctrainer

@@ -9,7 +9,7 @@
 #include <ctrainer/trainer/metrics/correlation_metrics.h>
 
 namespace ctrainer::metrics {
-namespace {
+namespace metrics_test {
 
 // preds vs labels: TP = 2 (0, 2), FP = 1 (3), FN = 1 (1), TN = 0.
 const std::vector<int64_t> kPreds{1, 0, 1, 1};
@@ -72,5 +72,5 @@ TEST(CorrelationMetrics, SpearmanWithTies) {
   EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {1, 8, 27, 64}), 1.0);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace ctrainer::metrics

@@ -20,7 +20,7 @@
 #include "support/process.h"
 
 namespace ctrainer {
-namespace {
+namespace mlflow_test {
 
 using nlohmann::json;
 using testing::FakeHttpServer;
@@ -407,5 +407,5 @@ TEST(ReportTo, AllIncludesMlflowOnlyWhenATrackingUriIsSet) {
   ::unsetenv("MLFLOW_TRACKING_URI");
 }
 
-}  // namespace
+}  // namespace mlflow_test
 }  // namespace ctrainer

@@ -17,7 +17,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace model_registry_test {
 
 namespace fs = std::filesystem;
 using testing::expect_error;
@@ -176,5 +176,5 @@ TEST(ModelOutputTest, NamedOutputsBesidesLossAndLogits) {
   }
 }
 
-}  // namespace
+}  // namespace model_registry_test
 }  // namespace ctrainer

@@ -15,7 +15,7 @@
 #include "support/decoder_batches.h"
 
 namespace ctrainer {
-namespace {
+namespace neftune_test {
 
 TEST(Neftune, NoiseIsUniformWithinAlphaOverTheRootOfLengthTimesWidth) {
   const at::Tensor embeddings = torch::zeros({64, 8, 32});
@@ -59,5 +59,5 @@ TEST(Neftune, DecodersAddItToTheirTokenEmbeddingsWhileTraining) {
   expect_noise_in_training_only<GPT2LMHeadModel, GPT2Config>(testing::tiny_gpt2_json());
 }
 
-}  // namespace
+}  // namespace neftune_test
 }  // namespace ctrainer

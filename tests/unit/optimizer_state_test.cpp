@@ -27,7 +27,7 @@
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 
 namespace ctrainer {
-namespace {
+namespace optimizer_state_test {
 
 using nlohmann::json;
 using torch::optim::AdamWOptions;
@@ -452,5 +452,5 @@ TEST(OptimizerStateErrors, MissingOrIllTypedMeta) {
   }
 }
 
-}  // namespace
+}  // namespace optimizer_state_test
 }  // namespace ctrainer

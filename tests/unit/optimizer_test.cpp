@@ -18,7 +18,7 @@
 #include <ctrainer/trainer/optim/optimizer_factory.h>
 
 namespace ctrainer {
-namespace {
+namespace optimizer_test {
 
 // A module that is not a torch norm layer, holding one parameter called "weight".
 struct Holder : torch::nn::Module {
@@ -369,5 +369,5 @@ TEST(ClipGradNorm, DoubleGradsGiveDoubleNorm) {
   EXPECT_NEAR(p.grad()[0].item<double>(), 3.0 / (5.0 + 1e-6), 1e-15);
 }
 
-}  // namespace
+}  // namespace optimizer_test
 }  // namespace ctrainer

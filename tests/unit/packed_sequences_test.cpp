@@ -16,7 +16,7 @@
 #include "support/decoder_batches.h"
 
 namespace ctrainer {
-namespace {
+namespace packed_sequences_test {
 
 /// Three sequences of 5, 2 and 7 tokens (ids 1..39: 0 is the pad).
 std::vector<Example> sequences() {
@@ -92,5 +92,5 @@ TEST(PackedSequences, SequenceIndicesRestartWhereThePositionsDo) {
           .defined());
 }
 
-}  // namespace
+}  // namespace packed_sequences_test
 }  // namespace ctrainer

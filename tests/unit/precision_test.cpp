@@ -26,7 +26,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace precision_test {
 namespace fs = std::filesystem;
 
 // ---- autocast scope --------------------------------------------------------------------------
@@ -512,5 +512,5 @@ TEST(LossScalingCheckpoint, ScalerFileOnlyWithScalingAndMismatchesResume) {
   EXPECT_EQ(ignored.global_step, 10);
 }
 
-}  // namespace
+}  // namespace precision_test
 }  // namespace ctrainer

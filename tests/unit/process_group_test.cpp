@@ -18,7 +18,7 @@
 #include <ctrainer/distributed/process_info.h>
 
 namespace ctrainer {
-namespace {
+namespace process_group_test {
 
 /// A TCP store on a free loopback port, like the one torchrun's agent serves for its workers.
 c10::intrusive_ptr<c10d::TCPStore> serve_agent_store() {
@@ -181,11 +181,11 @@ TEST(Subgroup, MalformedMembersAreRefused) {
   group.shutdown();
 }
 
-}  // namespace
+}  // namespace process_group_test
 }  // namespace ctrainer
 
 namespace ctrainer {
-namespace {
+namespace process_group_test {
 
 void on_sigpipe(int) {}
 
@@ -220,5 +220,5 @@ TEST(BrokenPipes, AProcessGroupIgnoresSigpipeAndKeepsAProgramsOwnHandler) {
   EXPECT_EQ(now.sa_handler, &on_sigpipe);
 }
 
-}  // namespace
+}  // namespace process_group_test
 }  // namespace ctrainer

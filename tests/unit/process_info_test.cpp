@@ -20,7 +20,7 @@
 #include <ctrainer/distributed/slurm_hostlist.h>
 
 namespace ctrainer {
-namespace {
+namespace process_info_test {
 
 using Vars = std::map<std::string, std::string>;
 
@@ -329,5 +329,5 @@ TEST(ProcessGroup, SingleRankGroupWorksWithoutPeers) {
   expect_error<DistributedError>([&] { group.barrier(); }, "shut down");
 }
 
-}  // namespace
+}  // namespace process_info_test
 }  // namespace ctrainer

@@ -7,7 +7,7 @@
 #include <ctrainer/trainer/callbacks/progress_callback.h>
 
 namespace ctrainer {
-namespace {
+namespace progress_test {
 
 std::string read_all(std::FILE* f) {
   std::fflush(f);
@@ -80,5 +80,5 @@ TEST(Progress, OnlyTheWorldMainProcessPrints) {
   EXPECT_TRUE(read_all(logs).empty());
 }
 
-}  // namespace
+}  // namespace progress_test
 }  // namespace ctrainer

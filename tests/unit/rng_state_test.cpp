@@ -18,7 +18,7 @@
 #include <ctrainer/trainer/checkpoint/rng_state.h>
 
 namespace ctrainer {
-namespace {
+namespace rng_state_test {
 
 using nlohmann::json;
 
@@ -237,5 +237,5 @@ TEST(RngState, CudaRestoreRepeatsDraws) {
 #endif
 }
 
-}  // namespace
+}  // namespace rng_state_test
 }  // namespace ctrainer

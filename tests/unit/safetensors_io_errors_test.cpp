@@ -12,7 +12,7 @@
 #include "support/safetensors_files.h"
 
 namespace ctrainer {
-namespace {
+namespace safetensors_io_errors_test {
 
 using ::testing::HasSubstr;
 using testing::read_bytes;
@@ -97,5 +97,5 @@ TEST_F(SafetensorsTest, OverwritesAnExistingFile) {
   EXPECT_TRUE(loaded.tensors.count("small"));
 }
 
-}  // namespace
+}  // namespace safetensors_io_errors_test
 }  // namespace ctrainer

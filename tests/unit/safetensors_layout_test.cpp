@@ -19,7 +19,7 @@
 #include "support/safetensors_files.h"
 
 namespace ctrainer {
-namespace {
+namespace safetensors_layout_test {
 
 using testing::every_dtype;
 using testing::expect_same_tensors;
@@ -131,5 +131,5 @@ TEST_F(SafetensorsTest, HeaderIsPaddedAndOffsetsAreAlignedAndContiguous) {
   }
 }
 
-}  // namespace
+}  // namespace safetensors_layout_test
 }  // namespace ctrainer

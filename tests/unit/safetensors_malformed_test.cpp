@@ -15,7 +15,7 @@
 #include "support/safetensors_files.h"
 
 namespace ctrainer {
-namespace {
+namespace safetensors_malformed_test {
 
 using testing::expect_same_tensors;
 using ::testing::HasSubstr;
@@ -298,5 +298,5 @@ TEST(SafetensorsMalformed, SurvivesMutationsOfAValidFile) {
   EXPECT_GT(accepted, 0);
 }
 
-}  // namespace
+}  // namespace safetensors_malformed_test
 }  // namespace ctrainer

@@ -14,7 +14,7 @@
 #include "support/safetensors_files.h"
 
 namespace ctrainer {
-namespace {
+namespace safetensors_roundtrip_test {
 
 using testing::every_dtype;
 using testing::expect_same_tensors;
@@ -147,5 +147,5 @@ TEST_F(SafetensorsTest, LoadsManySmallAndSomeLargeTensors) {
   expect_same_tensors(tensors, loaded.tensors);
 }
 
-}  // namespace
+}  // namespace safetensors_roundtrip_test
 }  // namespace ctrainer

@@ -21,7 +21,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace sagemaker_test {
 
 namespace fs = std::filesystem;
 using testing::expect_error;
@@ -252,5 +252,5 @@ TEST(SageMakerChannels, RunGlueReadsTheChannelsUnlessGivenADataDir) {
   fs::remove_all(root);
 }
 
-}  // namespace
+}  // namespace sagemaker_test
 }  // namespace ctrainer

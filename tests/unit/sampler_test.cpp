@@ -14,7 +14,7 @@
 #include "support/expect_error.h"
 
 namespace ctrainer {
-namespace {
+namespace sampler_test {
 
 TEST(Samplers, RandomSamplerOrderIsTorchRandpermOfSeedPlusEpoch) {
   RandomSampler s(10, 40);
@@ -228,5 +228,5 @@ TEST(Samplers, SequentialTrainSamplingKeepsDatasetOrderEveryEpoch) {
   EXPECT_EQ(rank1->indices(3), (std::vector<int64_t>{1, 0}));
 }
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace ctrainer

@@ -19,7 +19,7 @@
 #include <ctrainer/models/tokenizers/pipeline/sentencepiece_model.h>
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
 
-namespace {
+namespace sentencepiece_model_test {
 
 namespace fs = std::filesystem;
 using ctrainer::tokenizers::SentencePieceModel;
@@ -181,4 +181,4 @@ TEST_F(SentencePieceFolder, AutoTokenizerReadsAModelWithoutTokenizerJson) {
   EXPECT_EQ(tokenizer->padding_side(), ctrainer::Side::kLeft);  // LlamaTokenizer's default
 }
 
-}  // namespace
+}  // namespace sentencepiece_model_test

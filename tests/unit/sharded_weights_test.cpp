@@ -21,7 +21,7 @@
 #include "support/expect_error.h"
 
 namespace ctrainer {
-namespace {
+namespace sharded_weights_test {
 
 namespace fs = std::filesystem;
 using testing::expect_error;
@@ -178,5 +178,5 @@ TEST_F(ShardedWeights, AModelSavedInShardsLoadsThroughTheRegistryWithItsOutputs)
                {"has no model.safetensors and no model.safetensors.index.json"});
 }
 
-}  // namespace
+}  // namespace sharded_weights_test
 }  // namespace ctrainer

@@ -12,7 +12,7 @@
 #include <ctrainer/trainer/signals/signal_guard.h>
 
 namespace ctrainer {
-namespace {
+namespace signal_guard_test {
 
 TEST(SignalGuard, RecordsTheSignalAndRestoresTheOldHandler) {
   {
@@ -53,5 +53,5 @@ TEST(Preemption, OneProcessStopsOnTheSignalItReceived) {
   EXPECT_EQ(Preemption::name(10), "10");
 }
 
-}  // namespace
+}  // namespace signal_guard_test
 }  // namespace ctrainer

@@ -17,7 +17,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace step_profiler_test {
 
 using std::chrono::milliseconds;
 
@@ -140,5 +140,5 @@ TEST(StepProfiler, NegativeProfileStepsIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace step_profiler_test
 }  // namespace ctrainer

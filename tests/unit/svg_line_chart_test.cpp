@@ -18,7 +18,7 @@
 #include <ctrainer/integrations/plot/svg_line_chart.h>
 
 namespace ctrainer::plot {
-namespace {
+namespace svg_line_chart_test {
 
 using ::testing::ElementsAre;
 
@@ -252,5 +252,5 @@ TEST(SvgLineChart, WriteReportsTheUnwritablePath) {
   std::filesystem::remove(file);
 }
 
-}  // namespace
+}  // namespace svg_line_chart_test
 }  // namespace ctrainer::plot

@@ -18,7 +18,7 @@
 #include <ctrainer/trainer/callbacks/tensorboard_callback.h>
 
 namespace ctrainer {
-namespace {
+namespace tensorboard_test {
 namespace fs = std::filesystem;
 using namespace tensorboard;
 
@@ -169,5 +169,5 @@ TEST(TensorBoardCallbackTest, ReportToTensorboardAndAllAddTheCallback) {
   EXPECT_TRUE(report_to_callbacks(args).empty());
 }
 
-}  // namespace
+}  // namespace tensorboard_test
 }  // namespace ctrainer

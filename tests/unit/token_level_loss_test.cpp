@@ -15,7 +15,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace token_level_loss_test {
 
 constexpr int64_t kExamples = 8, kLength = 6;
 
@@ -153,5 +153,5 @@ TEST(TokenLevelLoss, CausalLmLossWithACountSumsBeforeDividing) {
   EXPECT_NEAR(causal_lm_loss(logits, labels).item<double>(), per_token.mean().item<double>(), 1e-6);
 }
 
-}  // namespace
+}  // namespace token_level_loss_test
 }  // namespace ctrainer

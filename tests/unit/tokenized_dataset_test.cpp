@@ -17,7 +17,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace tokenized_dataset_test {
 namespace fs = std::filesystem;
 using glue::glue_task;
 using glue::TokenizeOptions;
@@ -216,5 +216,5 @@ TEST(DataCollatorWithPadding, BatchesOfTokenizedDatasetMatchTheirExamples) {
   }
 }
 
-}  // namespace
+}  // namespace tokenized_dataset_test
 }  // namespace ctrainer

@@ -25,7 +25,7 @@
 #include <ctrainer/models/tokenizers/pipeline/token_encoding.h>
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
 
-namespace {
+namespace tokenizer_pipeline_test {
 
 namespace fs = std::filesystem;
 using ctrainer::tokenizers::NormalizedString;
@@ -459,8 +459,6 @@ TEST_F(FastTokenizerFolder, AddBosAndEosTokenOfTheConfigAreNotAppliedAsInTransfo
   EXPECT_EQ(e.token_type_ids, (std::vector<int64_t>{0, 1}));
 }
 
-}  // namespace
-
 TEST_F(FastTokenizerFolder, OverflowingTokensComeBackOnlyWhenAskedWithTheirSpecialTokens) {
   const auto tokenizer = ctrainer::AutoTokenizer::from_pretrained(dir_.string());
   ctrainer::EncodeOptions options;
@@ -487,3 +485,5 @@ TEST_F(FastTokenizerFolder, OverflowingTokensComeBackOnlyWhenAskedWithTheirSpeci
   EXPECT_THROW(tokenizer->encode("hello world", std::nullopt, untruncated),
                ctrainer::ArgumentError);
 }
+
+}  // namespace tokenizer_pipeline_test

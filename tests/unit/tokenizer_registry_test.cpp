@@ -13,7 +13,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace tokenizer_registry_test {
 
 namespace fs = std::filesystem;
 using testing::expect_error;
@@ -117,5 +117,5 @@ TEST(TokenizerInterface, TheFingerprintFollowsWhatChangesTheOutput) {
   EXPECT_EQ(lower->fingerprint().at("tokenizer_revision"), kBertTokenizerRevision);
 }
 
-}  // namespace
+}  // namespace tokenizer_registry_test
 }  // namespace ctrainer

@@ -15,7 +15,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace trainer_training_test {
 
 using testing::make_blobs_dataset;
 using testing::make_regression_dataset;
@@ -337,5 +337,5 @@ TEST(TrainerTraining, IncludeNumInputTokensSeenCountsAllOrNonPaddingTokens) {
   }
 }
 
-}  // namespace
+}  // namespace trainer_training_test
 }  // namespace ctrainer

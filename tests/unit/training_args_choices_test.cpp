@@ -18,7 +18,7 @@
 #include "support/parse_args.h"
 
 namespace ctrainer {
-namespace {
+namespace training_args_choices_test {
 
 using nlohmann::json;
 using testing::parse_error;
@@ -256,5 +256,5 @@ TEST(Choices, TyposComeFirstAndUnbuiltValuesLast) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace training_args_choices_test
 }  // namespace ctrainer

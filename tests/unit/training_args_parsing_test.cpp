@@ -15,7 +15,7 @@
 #include "support/parse_args.h"
 
 namespace ctrainer {
-namespace {
+namespace training_args_parsing_test {
 
 using nlohmann::json;
 using testing::joined;
@@ -533,5 +533,5 @@ TEST(TrainingArgumentsParsing, WarmupStepsBelowOneAreARatio) {
   EXPECT_NE(parse_error({"--warmup_steps", "-0.1"}).find("--warmup_steps"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace training_args_parsing_test
 }  // namespace ctrainer

@@ -15,7 +15,7 @@
 #include "support/parse_args.h"
 
 namespace ctrainer {
-namespace {
+namespace training_args_validation_test {
 
 using nlohmann::json;
 using testing::joined;
@@ -327,5 +327,5 @@ TEST(TrainingArgumentsTest, DerivedDefaultsFollowTransformers) {
   EXPECT_EQ(best.greater_is_better, false);
 }
 
-}  // namespace
+}  // namespace training_args_validation_test
 }  // namespace ctrainer

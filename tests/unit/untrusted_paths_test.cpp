@@ -32,7 +32,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace untrusted_paths_test {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -227,5 +227,5 @@ TEST(StoreBinding, WildcardOnlyWhenAskedOrUnreachableOtherwise) {
   }
 }
 
-}  // namespace
+}  // namespace untrusted_paths_test
 }  // namespace ctrainer

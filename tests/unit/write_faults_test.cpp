@@ -25,7 +25,7 @@
 #include "support/test_data.h"
 
 namespace ctrainer {
-namespace {
+namespace write_faults_test {
 namespace fs = std::filesystem;
 
 /// Removes the hook when a test ends, passed or not.
@@ -147,5 +147,5 @@ TEST(WriteFaults, ASaveKilledMidwayIsPutRightByTheNextSave) {
   for (size_t i = 0; i < straight.size(); ++i) EXPECT_TRUE(resumed[i].equal(straight[i]));
 }
 
-}  // namespace
+}  // namespace write_faults_test
 }  // namespace ctrainer
