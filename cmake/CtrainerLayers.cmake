@@ -22,9 +22,10 @@
 # CTRAINER_BUILD_INCLUDE_DIR. scripts/check_layers.py checks the same rule on the sources.
 option(CTRAINER_LAYER_LINK_CHECK "Link each layer alone with --no-undefined (upward calls fail)" ON)
 # Unity batches: each layer compiles its torch-using sources CTRAINER_UNITY_BATCH at a time, as one
-# translation unit. Loading the precompiled header costs about 5 s of every such file's ~12 s, and
-# the torch inline code each file instantiates is compiled once per batch instead of once per
-# file. A file therefore compiles together with its neighbours: names local to a .cpp (anonymous
+# translation unit. A translation unit that includes torch costs about 8 s before any code of its
+# own (loading the precompiled header and instantiating what torch's headers require: an empty
+# file takes that long), and the torch inline code each file uses is compiled once per batch
+# instead of once per file. A file therefore compiles together with its neighbours: names local to a .cpp (anonymous
 # namespaces, statics) must not repeat within a layer's folder, which the build reports as a
 # redefinition. Off (-DCTRAINER_UNITY_BUILD=OFF) compiles file by file, as an editor's checks do.
 option(CTRAINER_UNITY_BUILD "Compile each layer's torch sources in unity batches" ON)
