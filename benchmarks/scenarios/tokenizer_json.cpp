@@ -10,15 +10,16 @@
 // RAYON_NUM_THREADS. Each side encodes everything once as a warm-up and once timed; its peak RSS
 // is wait4's ru_maxrss of its process. Both sides must produce the same number of tokens.
 //
-// Also: one word of 10k, 100k and 1M ASCII letters through the BPE tokenizer on each side (our
-// BPE must grow linearly, the 1M word in well under a second), and our pipeline's steps timed
-// one by one on one thread (where our time goes).
+// Also: one word of 10k, 100k, 1M and 4M ASCII letters through the BPE tokenizer on each side,
+// as the process runs and with malloc keeping freed memory (our BPE must grow linearly, the 1M
+// word in well under a second), and our pipeline's steps timed one by one (where our time goes).
 //
 // Targets: ours / Rust tokens/s >= 1.0 per thread for BPE and WordPiece, on 1 thread and on all
-// threads; the 1 MB word under 1 s.
+// threads; the 1 MB word under 1 s; the cost per letter growing less than a log factor would.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -47,10 +48,11 @@ using nlohmann::json;
 
 constexpr double kChildTimeoutSeconds = 600;
 constexpr int64_t kDefaultRounds = 5;
+constexpr int64_t kOneMillion = 1000000;
 const char* const kTokenizers[] = {"bpe", "wordpiece"};
 /// The worker's "stages" in pipeline order (its JSON object comes back sorted by name).
-const char* const kStageOrder[] = {"utf8_check", "added_tokens",       "normalizer",
-                                   "pre_tokenizer", "model", "tokens_to_encoding",
+const char* const kStageOrder[] = {"utf8_check",    "added_tokens", "normalizer",
+                                   "pre_tokenizer", "model",        "tokens_to_encoding",
                                    "post_processor"};
 
 std::string env_or(const char* name, const std::string& fallback) {
@@ -90,8 +92,9 @@ Setup resolve_setup() {
     throw std::runtime_error("tokenizer_json: no " + s.script +
                              "; set CTRAINER_BENCH_SOURCE_DIR to the ctrainer source tree");
   s.self = fs::read_symlink("/proc/self/exe").string();
-  s.workdir = (fs::temp_directory_path() / fmt::format("ctrainer_bench_tokenizer_json_{}", getpid()))
-                  .string();
+  s.workdir =
+      (fs::temp_directory_path() / fmt::format("ctrainer_bench_tokenizer_json_{}", getpid()))
+          .string();
   fs::create_directories(s.workdir);
   return s;
 }
@@ -122,19 +125,28 @@ json run_json_child(const Setup& s, const std::string& label, std::vector<std::s
 
 /// Our worker: this binary with the job in the environment. CTRAINER_CUDA=off: a tokenizer
 /// needs no CUDA libraries, and their hundreds of MB would count in our peak RSS.
-json run_ours(const Setup& s, const std::string& label, const json& job) {
-  return run_json_child(s, label, {s.self, "tokenizer_json"},
-                        {std::string(tokenizer_json::kWorkerEnv) + "=" + job.dump(),
-                         "CTRAINER_CUDA=off"});
+json run_ours(const Setup& s, const std::string& label, const json& job,
+              const std::vector<std::string>& more_env = {}) {
+  std::vector<std::string> env = {std::string(tokenizer_json::kWorkerEnv) + "=" + job.dump(),
+                                  "CTRAINER_CUDA=off"};
+  env.insert(env.end(), more_env.begin(), more_env.end());
+  return run_json_child(s, label, {s.self, "tokenizer_json"}, std::move(env));
 }
 
-json run_rust(const Setup& s, const std::string& label, std::vector<std::string> args,
-              int threads) {
+json run_rust(const Setup& s, const std::string& label, std::vector<std::string> args, int threads,
+              const std::vector<std::string>& more_env = {}) {
   args.insert(args.begin(), {s.python, s.script});
-  return run_json_child(s, label, std::move(args),
-                        {fmt::format("RAYON_NUM_THREADS={}", threads),
-                         "TOKENIZERS_PARALLELISM=true"});
+  std::vector<std::string> env = {fmt::format("RAYON_NUM_THREADS={}", threads),
+                                  "TOKENIZERS_PARALLELISM=true"};
+  env.insert(env.end(), more_env.begin(), more_env.end());
+  return run_json_child(s, label, std::move(args), std::move(env));
 }
+
+/// glibc's malloc keeping freed memory for reuse: without it, every block over 32 MB is a fresh
+/// mmap whose pages the kernel faults in and zeroes on first touch, a cost per byte that a
+/// long word's buffers (over 100 bytes per letter across the pipeline) pay on every encode.
+const char* const kMallocKeepsMemory =
+    "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=4294967295";
 
 double median_of(const std::vector<json>& runs, const std::function<double(const json&)>& f) {
   std::vector<double> values;
@@ -145,33 +157,36 @@ double median_of(const std::vector<json>& runs, const std::function<double(const
 /// The medians of one side's runs of one configuration.
 json side_summary(const std::vector<json>& runs) {
   const auto per = [&](auto f) { return median_of(runs, f); };
-  return {{"tokens_per_s", per([](const json& r) {
-             return r["tokens"].get<double>() / r["seconds"].get<double>();
-           })},
-          {"tokens_per_s_per_thread", per([](const json& r) {
-             return r["tokens"].get<double>() / r["seconds"].get<double>() /
-                    r["threads"].get<double>();
-           })},
-          {"mb_per_s", per([](const json& r) {
-             return r["bytes"].get<double>() / 1e6 / r["seconds"].get<double>();
-           })},
-          {"seconds", per([](const json& r) { return r["seconds"].get<double>(); })},
-          // CPU time / wall time of the timed pass: how many threads really worked.
-          {"cpu_per_wall", per([](const json& r) {
-             return r["cpu_seconds"].get<double>() / r["seconds"].get<double>();
-           })},
-          {"voluntary_switches",
-           per([](const json& r) { return r["voluntary_switches"].get<double>(); })},
-          {"peak_rss_mb", per([](const json& r) { return r["peak_rss_mb"].get<double>(); })},
-          {"start_rss_mb", per([](const json& r) { return r["start_rss_mb"].get<double>(); })},
-          {"peak_rise_mb", per([](const json& r) {
-             return r["peak_rss_mb"].get<double>() - r["start_rss_mb"].get<double>();
-           })},
-          {"runs", runs}};
+  return {
+      {"tokens_per_s",
+       per([](const json& r) { return r["tokens"].get<double>() / r["seconds"].get<double>(); })},
+      {"tokens_per_s_per_thread", per([](const json& r) {
+         return r["tokens"].get<double>() / r["seconds"].get<double>() / r["threads"].get<double>();
+       })},
+      {"mb_per_s", per([](const json& r) {
+         return r["bytes"].get<double>() / 1e6 / r["seconds"].get<double>();
+       })},
+      {"seconds", per([](const json& r) { return r["seconds"].get<double>(); })},
+      // CPU time / wall time of the timed pass: how many threads really worked.
+      {"cpu_per_wall", per([](const json& r) {
+         return r["cpu_seconds"].get<double>() / r["seconds"].get<double>();
+       })},
+      {"voluntary_switches",
+       per([](const json& r) { return r["voluntary_switches"].get<double>(); })},
+      {"peak_rss_mb", per([](const json& r) { return r["peak_rss_mb"].get<double>(); })},
+      {"start_rss_mb", per([](const json& r) { return r["start_rss_mb"].get<double>(); })},
+      {"peak_rise_mb", per([](const json& r) {
+         return r["peak_rss_mb"].get<double>() - r["start_rss_mb"].get<double>();
+       })},
+      {"runs", runs}};
 }
 
-std::string fmt_int(double v) { return fmt::format("{:.0f}", v); }
-std::string fmt_2(double v) { return fmt::format("{:.2f}", v); }
+std::string fmt_int(double v) {
+  return fmt::format("{:.0f}", v);
+}
+std::string fmt_2(double v) {
+  return fmt::format("{:.2f}", v);
+}
 
 BenchResult run_tokenizer_json(const BenchOptions& options) {
   if (const char* job = std::getenv(tokenizer_json::kWorkerEnv)) run_worker(job);
@@ -196,9 +211,11 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
                    {"text_count", made["texts"]},
                    {"pairs", made["pairs"]},
                    {"bpe", fmt::format("byte-level BPE as GPT-2's, trained on the GLUE train "
-                                       "text, vocab {}", made["bpe_vocab"].get<int64_t>())},
-                   {"wordpiece", "bert-base-uncased vocab, BertNormalizer, BertPreTokenizer, "
-                                 "[CLS]/[SEP] template"},
+                                       "text, vocab {}",
+                                       made["bpe_vocab"].get<int64_t>())},
+                   {"wordpiece",
+                    "bert-base-uncased vocab, BertNormalizer, BertPreTokenizer, "
+                    "[CLS]/[SEP] template"},
                    {"tokenizers_version", made["tokenizers_version"]},
                    {"rounds", rounds},
                    {"order", "per round and configuration: ours, then Rust (separate processes)"},
@@ -223,9 +240,9 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
                                       {"tokenizer", tokenizer_path(t)},
                                       {"texts", texts},
                                       {"threads", threads}}));
-        rust[key].push_back(run_rust(
-            s, "rust_" + label,
-            {"encode", tokenizer_path(t), texts, std::to_string(threads)}, threads));
+        rust[key].push_back(run_rust(s, "rust_" + label,
+                                     {"encode", tokenizer_path(t), texts, std::to_string(threads)},
+                                     threads));
         std::fprintf(stderr, "tokenizer_json: round %lld %s: ours %.3f s, Rust %.3f s\n",
                      static_cast<long long>(r + 1), key.c_str(),
                      ours[key].back()["seconds"].get<double>(),
@@ -273,20 +290,20 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
       result.metrics[t + "_ratio_" + short_key] = ratio;
       const std::string what = fmt::format("{}, {} thread{}", t == "bpe" ? "BPE" : "WordPiece",
                                            threads, threads == 1 ? "" : "s");
-      result.rows.push_back({{what + ": tokens/s per thread",
-                              fmt_int(o["tokens_per_s_per_thread"].get<double>()),
-                              fmt_int(ru["tokens_per_s_per_thread"].get<double>()),
-                              fmt::format("{:.2f} ({:.2f}..{:.2f})", ratio,
-                                          *std::min_element(ratios.begin(), ratios.end()),
-                                          *std::max_element(ratios.begin(), ratios.end()))}});
+      result.rows.push_back(
+          {{what + ": tokens/s per thread", fmt_int(o["tokens_per_s_per_thread"].get<double>()),
+            fmt_int(ru["tokens_per_s_per_thread"].get<double>()),
+            fmt::format("{:.2f} ({:.2f}..{:.2f})", ratio,
+                        *std::min_element(ratios.begin(), ratios.end()),
+                        *std::max_element(ratios.begin(), ratios.end()))}});
       result.rows.push_back({{what + ": MB/s", fmt_2(o["mb_per_s"].get<double>()),
                               fmt_2(ru["mb_per_s"].get<double>()), "-"}});
-      result.rows.push_back({{what + ": CPU s / wall s (Rust CPU s / ours)",
-                              fmt_2(o["cpu_per_wall"].get<double>()),
-                              fmt_2(ru["cpu_per_wall"].get<double>()), fmt_2(median(cpu_ratios))}});
-      result.rows.push_back({{what + ": voluntary context switches",
-                              fmt_int(o["voluntary_switches"].get<double>()),
-                              fmt_int(ru["voluntary_switches"].get<double>()), "-"}});
+      result.rows.push_back(
+          {{what + ": CPU s / wall s (Rust CPU s / ours)", fmt_2(o["cpu_per_wall"].get<double>()),
+            fmt_2(ru["cpu_per_wall"].get<double>()), fmt_2(median(cpu_ratios))}});
+      result.rows.push_back(
+          {{what + ": voluntary context switches", fmt_int(o["voluntary_switches"].get<double>()),
+            fmt_int(ru["voluntary_switches"].get<double>()), "-"}});
       result.rows.push_back(
           {{what + ": peak RSS MB (at start)",
             fmt::format("{:.0f} ({:.0f})", o["peak_rss_mb"].get<double>(),
@@ -299,45 +316,67 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
   }
   result.config["text_bytes"] = ours.begin()->second.front()["bytes"];
 
-  // One long word through the byte-level BPE: the cost must grow linearly with its length.
-  const std::vector<int64_t> sizes = options.quick ? std::vector<int64_t>{1000, 10000}
-                                                   : std::vector<int64_t>{10000, 100000, 1000000};
+  // One long word through the byte-level BPE: the cost must grow linearly with its length. Each
+  // side runs as it is, then with malloc keeping freed memory (kMallocKeepsMemory), which takes
+  // the kernel's page faults out of the cost per letter and leaves the algorithm and the caches.
+  const std::vector<int64_t> sizes =
+      options.quick ? std::vector<int64_t>{1000, 10000}
+                    : std::vector<int64_t>{10000, 100000, kOneMillion, 4 * kOneMillion};
   const int repeats = options.quick ? 1 : 3;
   std::string size_list;
   for (const auto n : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(n);
-  const json word_ours = run_ours(s, "ours_word", {{"mode", "word"},
-                                                   {"tokenizer", tokenizer_path("bpe")},
-                                                   {"sizes", sizes},
-                                                   {"repeats", repeats}});
-  const json word_rust =
-      run_rust(s, "rust_word", {"word", tokenizer_path("bpe"), size_list, std::to_string(repeats)},
-               1);
-  if (word_ours["tokens"] != word_rust["tokens"])
-    throw std::runtime_error("tokenizer_json: the long words' token counts differ: ours " +
-                             word_ours["tokens"].dump() + ", Rust " + word_rust["tokens"].dump());
-  const auto growth = [&](const json& w) {  // per-character cost, largest word / smallest
+  const json word_job = {{"mode", "word"},
+                         {"tokenizer", tokenizer_path("bpe")},
+                         {"sizes", sizes},
+                         {"repeats", repeats}};
+  const std::vector<std::string> rust_word_args = {"word", tokenizer_path("bpe"), size_list,
+                                                   std::to_string(repeats)};
+  const std::map<std::string, json> words = {
+      {"ours", run_ours(s, "ours_word", word_job)},
+      {"rust", run_rust(s, "rust_word", rust_word_args, 1)},
+      {"ours_memory_kept", run_ours(s, "ours_word_kept", word_job, {kMallocKeepsMemory})},
+      {"rust_memory_kept", run_rust(s, "rust_word_kept", rust_word_args, 1, {kMallocKeepsMemory})}};
+  for (const auto& [side, w] : words)
+    if (w["tokens"] != words.at("ours")["tokens"])
+      throw std::runtime_error("tokenizer_json: the long words' token counts differ: ours " +
+                               words.at("ours")["tokens"].dump() + ", " + side + " " +
+                               w["tokens"].dump());
+  const auto growth = [&](const json& w) {  // per-letter cost, largest word / smallest
     const auto& sec = w["seconds"];
     return (sec.back().get<double>() / static_cast<double>(sizes.back())) /
            (sec.front().get<double>() / static_cast<double>(sizes.front()));
   };
-  const double largest_seconds = word_ours["seconds"].back().get<double>();
-  result.metrics["word"] = {{"sizes", sizes},
-                            {"repeats", repeats},
-                            {"ours_seconds", word_ours["seconds"]},
-                            {"rust_seconds", word_rust["seconds"]},
-                            {"tokens", word_ours["tokens"]},
-                            {"ours_per_char_cost_growth", growth(word_ours)},
-                            {"rust_per_char_cost_growth", growth(word_rust)}};
+  const auto one_million = std::find(sizes.begin(), sizes.end(), kOneMillion);
+  const double million_seconds =
+      one_million == sizes.end()
+          ? 0.0
+          : words.at("ours")["seconds"][one_million - sizes.begin()].get<double>();
+  json word = {{"sizes", sizes}, {"repeats", repeats}, {"tokens", words.at("ours")["tokens"]}};
+  for (const auto& [side, w] : words) {
+    word[side + "_seconds"] = w["seconds"];
+    word[side + "_per_char_cost_growth"] = growth(w);
+  }
+  result.metrics["word"] = word;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const double o = word_ours["seconds"][i].get<double>(), ru = word_rust["seconds"][i].get<double>();
-    result.rows.push_back({{fmt::format("BPE, one word of {} letters: seconds", sizes[i]),
-                            fmt::format("{:.4f}", o), fmt::format("{:.4f}", ru),
-                            fmt_2(ru / o) + "x faster"}});
+    const double o = words.at("ours")["seconds"][i].get<double>(),
+                 ru = words.at("rust")["seconds"][i].get<double>();
+    result.rows.push_back(
+        {{fmt::format("BPE, one word of {} letters: seconds", sizes[i]), fmt::format("{:.4f}", o),
+          fmt::format("{:.4f}", ru), fmt_2(ru / o) + "x faster"}});
   }
   result.rows.push_back({{"BPE word: per-letter cost, largest / smallest word",
-                          fmt_2(growth(word_ours)), fmt_2(growth(word_rust)), "-"}});
-  result.metrics["word_largest_seconds"] = largest_seconds;
-  result.metrics["word_per_char_cost_growth"] = growth(word_ours);
+                          fmt_2(growth(words.at("ours"))), fmt_2(growth(words.at("rust"))), "-"}});
+  result.rows.push_back(
+      {{"  the same, malloc keeping freed memory", fmt_2(growth(words.at("ours_memory_kept"))),
+        fmt_2(growth(words.at("rust_memory_kept"))), "-"}});
+  result.metrics["word_million_seconds"] = million_seconds;
+  result.metrics["word_per_char_cost_growth"] = growth(words.at("ours"));
+  result.metrics["word_per_char_cost_growth_memory_kept"] = growth(words.at("ours_memory_kept"));
+  // A log factor alone would make the per-letter cost grow by log(4M)/log(10k) = 1.65 over the
+  // sizes; quadratic work by 400.
+  const double log_factor_growth =
+      std::log(static_cast<double>(sizes.back())) / std::log(static_cast<double>(sizes.front()));
+  result.metrics["word_log_factor_growth"] = log_factor_growth;
 
   // Where our time goes: the pipeline's steps timed apart, on 1 thread (shares of the time)
   // and on all threads (each step's thread-seconds against 1 thread's: a step that grows when
@@ -351,11 +390,12 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
                               {"texts", texts},
                               {"threads", threads}});
       if (stages["tokens"].get<int64_t>() != tokens_of[t])
-        throw std::runtime_error(fmt::format(
-            "tokenizer_json: the step-by-step {} pipeline made {} tokens, encode {}", t,
-            stages["tokens"].get<int64_t>(), tokens_of[t]));
+        throw std::runtime_error(
+            fmt::format("tokenizer_json: the step-by-step {} pipeline made {} tokens, encode {}", t,
+                        stages["tokens"].get<int64_t>(), tokens_of[t]));
       double thread_seconds = 0;
-      for (const char* stage : kStageOrder) thread_seconds += stages["seconds"][stage].get<double>();
+      for (const char* stage : kStageOrder)
+        thread_seconds += stages["seconds"][stage].get<double>();
       json shares = json::object(), growth = json::object();
       std::string text;
       for (const char* stage : kStageOrder) {
@@ -393,12 +433,16 @@ BenchResult run_tokenizer_json(const BenchOptions& options) {
     }
   }
 
-  const bool word_met = !options.quick && largest_seconds < 1.0;
+  const bool word_met = !options.quick && million_seconds < 1.0 &&
+                        growth(words.at("ours_memory_kept")) < log_factor_growth;
   result.metrics["speed_target_met"] = speed_met;
   result.metrics["word_target_met"] = word_met;
   result.config["targets"] = {
       {"speed", "ours / Rust tokens/s per thread >= 1.0 for BPE and WordPiece, 1 and all threads"},
-      {"word", "a 1,000,000-letter word through our BPE in well under 1 s, cost linear in length"}};
+      {"word",
+       "a 1,000,000-letter word through our BPE in well under 1 s; cost linear in length: from "
+       "10k to 4M letters, with malloc keeping freed memory, the cost per letter grows less "
+       "than a log factor alone would make it (log(4M)/log(10k))"}};
   result.config["load_average_before"] = load_before;
   result.config["load_average_after"] = load_average();
   std::error_code ignored;

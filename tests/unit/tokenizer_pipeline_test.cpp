@@ -8,8 +8,10 @@
 #include <regex.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -113,6 +115,69 @@ TEST(BpeModel, MergesTheBestRankedPairFirst) {
   EXPECT_EQ(tokens_of(t, "abc"), (std::vector<std::string>{"abc"}));
   EXPECT_EQ(tokens_of(t, "abd"), (std::vector<std::string>{"ab", "d"}));
   EXPECT_EQ(tokens_of(t, "cab"), (std::vector<std::string>{"c", "ab"}));
+}
+
+TEST(BpeModel, AMergeRankedBeforeTheOneThatMakesItsPartStillWinsAsInTheRustLibrary) {
+  // (ab, a) ranks before (a, b), which makes its part "ab": once "ab" exists the better-ranked
+  // merge goes next. Goldens from tokenizers 0.23 (models.BPE with these merges).
+  const json model = json::parse(R"({"type": "BPE", "merges": [["ab", "a"], ["a", "b"]],
+      "vocab": {"a": 0, "b": 1, "ab": 2, "aba": 3}})");
+  const PipelineTokenizer t(tokenizer_json(model), "test");
+  EXPECT_EQ(tokens_of(t, "abab"), (std::vector<std::string>{"aba", "b"}));
+  EXPECT_EQ(tokens_of(t, "ababab"), (std::vector<std::string>{"aba", "b", "ab"}));
+  EXPECT_EQ(tokens_of(t, "aabab"), (std::vector<std::string>{"a", "aba", "b"}));
+}
+
+// Merges over {a, b, c} built bottom-up as a trainer writes them (every part made by an earlier
+// merge): the 9 pairs of letters, then the 27 three-letter tokens, in a shuffled order.
+json ordered_bpe_model(std::mt19937& rng) {
+  const std::string letters = "abc";
+  json vocab = json::object(), merges = json::array();
+  for (char x : letters) vocab[std::string(1, x)] = vocab.size();
+  std::vector<std::pair<std::string, std::string>> twos, threes;
+  for (char x : letters)
+    for (char y : letters) twos.emplace_back(std::string(1, x), std::string(1, y));
+  for (const auto& [x, y] : twos)
+    for (char z : letters)
+      threes.push_back(rng() % 2 ? std::make_pair(x + y, std::string(1, z))
+                                 : std::make_pair(x, y + std::string(1, z)));
+  for (auto* level : {&twos, &threes}) {
+    std::shuffle(level->begin(), level->end(), rng);
+    for (const auto& [left, right] : *level) {
+      merges.push_back({left, right});
+      if (!vocab.contains(left + right)) vocab[left + right] = vocab.size();
+    }
+  }
+  return {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}};
+}
+
+TEST(BpeModel, OrderedMergesGiveWhatTheGeneralLoopGivesOnShortAndLongWords) {
+  // Files whose merges are ordered take the rank-by-rank loop; one merge pair that breaks the
+  // order (on letters no word here has) sends the same merges through the heap of candidates.
+  std::mt19937 rng(20261202);
+  for (int file = 0; file < 4; ++file) {
+    const json ordered = ordered_bpe_model(rng);
+    json general = ordered;
+    for (const char* token : {"q", "r", "qr", "qrq"})
+      general["vocab"][token] = general["vocab"].size();
+    general["merges"].push_back({"qr", "q"});
+    general["merges"].push_back({"q", "r"});
+    const PipelineTokenizer rank_by_rank(tokenizer_json(ordered), "ordered");
+    const PipelineTokenizer heap(tokenizer_json(general), "general");
+    // The rank-by-rank loop would give qr + qr here: this file does take the general loop.
+    ASSERT_EQ(tokens_of(heap, "qrqr"), (std::vector<std::string>{"qrq", "r"}));
+    for (int word = 0; word < 300; ++word) {
+      const size_t length = word == 0 ? 100000 : 1 + rng() % 60;
+      std::string text;
+      for (size_t i = 0; i < length; ++i) text += "abc"[rng() % (word % 3 == 0 ? 2 : 3)];
+      const auto tokens = tokens_of(rank_by_rank, text);
+      ASSERT_EQ(tokens, tokens_of(heap, text))
+          << "file " << file << ", word " << text.substr(0, 80);
+      std::string joined;
+      for (const auto& token : tokens) joined += token;
+      ASSERT_EQ(joined, text);
+    }
+  }
 }
 
 TEST(BpeModel, UnknownCharactersFuseIntoOneUnkOrFallBackToBytes) {

@@ -2,11 +2,14 @@
 // continuing-subword prefix on all but the first and the end-of-word suffix on the last;
 // unknown characters become byte tokens <0xNN> with byte_fallback, else the unk token, fused
 // when fuse_unk), then the adjacent pair with the best (lowest) merge rank is merged until no
-// pair is in the merges, leftmost first on ties. A heap keeps this O(n log n) in the word's
-// length, so a 1 MB word takes well under a second.
+// pair is in the merges, leftmost first on ties, rank by rank (see merge_rank_by_rank), so a
+// 1 MB word takes well under a second.
 #include <ctrainer/models/tokenizers/pipeline/token_models.h>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
@@ -57,6 +60,8 @@ class BpeModel : public TokenModel {
     const auto& merges = json_array(j, path, "merges");
     const std::string where = json_child(path, "merges");
     const size_t prefix_length = prefix_ ? prefix_->size() : 0;
+    std::unordered_map<int64_t, int64_t> made_at;    // token id -> the last rank that makes it
+    std::vector<std::pair<int64_t, int64_t>> parts;  // per rank
     for (size_t rank = 0; rank < merges.size(); ++rank) {
       std::string a, b;
       const auto& m = merges[rank];
@@ -87,8 +92,18 @@ class BpeModel : public TokenModel {
                                                                       : merged) +
                                                              "\")");
       merges_.emplace(pair_key(*id_a, *id_b), Merge{static_cast<int64_t>(rank), *id_merged});
+      made_at[*id_merged] = static_cast<int64_t>(rank);
+      parts.emplace_back(*id_a, *id_b);
       merge_list_.emplace_back(std::move(a), std::move(b));
     }
+    // Ordered merges: no token is a part of a merge ranked at or before one that makes it, as in
+    // every file a BPE trainer (or tiktoken's conversion) writes. merge_rank_by_rank relies on it.
+    merges_ordered_ = true;
+    for (size_t rank = 0; rank < parts.size() && merges_ordered_; ++rank)
+      for (const int64_t part : {parts[rank].first, parts[rank].second})
+        if (const auto it = made_at.find(part);
+            it != made_at.end() && it->second >= static_cast<int64_t>(rank))
+          merges_ordered_ = false;
   }
 
   std::vector<Token> tokenize(const std::string& text) const override {
@@ -145,6 +160,7 @@ class BpeModel : public TokenModel {
  private:
   static constexpr size_t kCacheableLength = 256;
   static constexpr size_t kCacheCapacity = 10000;
+  static constexpr size_t kMaxPosition = std::numeric_limits<uint32_t>::max();
 
   void add_symbol(std::vector<Symbol>& word, int64_t id, size_t length) const {
     const auto index = static_cast<int64_t>(word.size());
@@ -201,45 +217,90 @@ class BpeModel : public TokenModel {
     return kept;
   }
 
+  // The merge loop: the adjacent pair of lowest rank is merged, leftmost first on ties, until no
+  // pair has a merge.
   void merge_all(std::vector<Symbol>& word) const {
-    struct Candidate {
-      int64_t rank;
-      size_t pos;
-      int64_t new_id;
-      bool operator<(const Candidate& o) const {  // the heap's top: lowest rank, then position
-        return rank != o.rank ? rank > o.rank : pos > o.pos;
-      }
+    if (word.size() < 2) return;
+    if (merges_ordered_ && word.size() <= kMaxPosition)
+      merge_rank_by_rank(word);
+    else
+      merge_with_heap(word);
+  }
+
+  /// The merge of the pair starting at `pos` if it is still there (neither symbol merged away
+  /// since) and has rank `rank`; calls `candidate(rank, pos)` for the pairs the new symbol forms
+  /// with its neighbours.
+  template <typename Candidate>
+  void merge_at(std::vector<Symbol>& word, size_t pos, int64_t rank, Candidate&& candidate) const {
+    Symbol& left = word[pos];
+    if (left.length == 0 || left.next < 0) return;
+    const auto right_pos = static_cast<size_t>(left.next);
+    const Symbol right = word[right_pos];
+    const Merge* merge = find_merge(left.id, right.id);
+    if (merge == nullptr || merge->rank != rank) return;  // an outdated candidate
+    left.id = merge->new_id;
+    left.length += right.length;
+    left.next = right.next;
+    word[right_pos].length = 0;
+    if (right.next >= 0) word[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(pos);
+    if (left.prev >= 0)
+      if (const Merge* m = find_merge(word[static_cast<size_t>(left.prev)].id, left.id))
+        candidate(m->rank, static_cast<size_t>(left.prev));
+    if (left.next >= 0)
+      if (const Merge* m = find_merge(left.id, word[static_cast<size_t>(left.next)].id))
+        candidate(m->rank, pos);
+  }
+
+  // Every file whose merges are ordered (see merges_ordered_) takes this path: a merge only forms
+  // pairs of a later rank, so once the ranks below r are done, every candidate of rank r is
+  // known. Candidates wait in a bucket per rank, the ranks in a heap; each rank's positions are
+  // visited left to right. The word's own pairs enter their buckets in position order, so only
+  // the few formed by merges need sorting. This keeps the cost per letter nearly flat up to
+  // words of millions of letters, where a heap over every candidate grew with the word.
+  void merge_rank_by_rank(std::vector<Symbol>& word) const {
+    struct Bucket {
+      std::vector<uint32_t> positions;
+      size_t sorted = 0;  // positions[0, sorted) are in order
     };
-    std::priority_queue<Candidate> queue;
-    const auto find_merge = [&](int64_t a, int64_t b) -> const Merge* {
-      const auto it = merges_.find(pair_key(a, b));
-      return it == merges_.end() ? nullptr : &it->second;
+    std::unordered_map<int64_t, Bucket> buckets;
+    std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> ranks;
+    const auto wait = [&](int64_t rank, size_t pos) {
+      auto [bucket, created] = buckets.try_emplace(rank);
+      if (created) ranks.push(rank);
+      bucket->second.positions.push_back(static_cast<uint32_t>(pos));
     };
     for (size_t i = 0; i + 1 < word.size(); ++i)
-      if (const Merge* m = find_merge(word[i].id, word[i + 1].id))
-        queue.push({m->rank, i, m->new_id});
-    while (!queue.empty()) {
-      const Candidate top = queue.top();
-      queue.pop();
-      Symbol& left = word[top.pos];
-      if (left.length == 0 || left.next < 0) continue;
-      const auto next_pos = static_cast<size_t>(left.next);
-      const Symbol right = word[next_pos];
-      const Merge* current = find_merge(left.id, right.id);
-      if (current == nullptr || current->new_id != top.new_id) continue;  // outdated entry
-      left.id = top.new_id;
-      left.length += right.length;
-      left.next = right.next;
-      word[next_pos].length = 0;
-      if (right.next >= 0 && static_cast<size_t>(right.next) < word.size())
-        word[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(top.pos);
-      if (left.prev >= 0)
-        if (const Merge* m = find_merge(word[static_cast<size_t>(left.prev)].id, left.id))
-          queue.push({m->rank, static_cast<size_t>(left.prev), m->new_id});
-      if (left.next >= 0)
-        if (const Merge* m = find_merge(left.id, word[static_cast<size_t>(left.next)].id))
-          queue.push({m->rank, top.pos, m->new_id});
+      if (const Merge* m = find_merge(word[i].id, word[i + 1].id)) wait(m->rank, i);
+    for (auto& [rank, bucket] : buckets) bucket.sorted = bucket.positions.size();
+    while (!ranks.empty()) {
+      const int64_t rank = ranks.top();
+      ranks.pop();
+      auto node = buckets.extract(rank);
+      auto& positions = node.mapped().positions;
+      const auto sorted = positions.begin() + static_cast<std::ptrdiff_t>(node.mapped().sorted);
+      std::sort(sorted, positions.end());
+      std::inplace_merge(positions.begin(), sorted, positions.end());
+      for (const uint32_t pos : positions) merge_at(word, pos, rank, wait);
     }
+  }
+
+  // Any merges: a heap of candidates, as HF tokenizers' loop.
+  void merge_with_heap(std::vector<Symbol>& word) const {
+    using Candidate = std::pair<int64_t, size_t>;  // (rank, position): lowest first
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+    const auto push = [&](int64_t rank, size_t pos) { queue.emplace(rank, pos); };
+    for (size_t i = 0; i + 1 < word.size(); ++i)
+      if (const Merge* m = find_merge(word[i].id, word[i + 1].id)) push(m->rank, i);
+    while (!queue.empty()) {
+      const auto [rank, pos] = queue.top();
+      queue.pop();
+      merge_at(word, pos, rank, push);
+    }
+  }
+
+  const Merge* find_merge(int64_t a, int64_t b) const {
+    const auto it = merges_.find(pair_key(a, b));
+    return it == merges_.end() ? nullptr : &it->second;
   }
 
   std::vector<Token> to_tokens(const std::vector<Symbol>& word) const {
@@ -258,6 +319,7 @@ class BpeModel : public TokenModel {
   std::vector<std::pair<std::string, std::string>> merge_list_;
   std::optional<std::string> unk_, prefix_, suffix_;
   bool fuse_unk_, byte_fallback_, ignore_merges_;
+  bool merges_ordered_ = false;
   mutable std::shared_mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<Symbol>> cache_;
   mutable std::atomic<bool> cache_full_{false};
