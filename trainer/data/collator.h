@@ -33,6 +33,11 @@ class DataCollator {
 /// special_tokens_mask (padding is special, as HF's tokenizer.pad marks it), 0 for the rest.
 int64_t padding_value_for(const std::string& key, int64_t pad_token_id);
 
+/// `rows` (each [n_i, ...], equal in the other dimensions) in one [rows, length, ...] tensor
+/// filled with `value`, each row's n_i entries at the start, or with `left` at the end.
+at::Tensor pad_sequences(const std::vector<at::Tensor>& rows, int64_t length, int64_t value,
+                         bool left);
+
 /// Stacks every key along a new first dimension (HF's DefaultDataCollator). All examples must
 /// carry the same keys with equal shapes; otherwise it throws naming the key.
 class DefaultDataCollator : public DataCollator {

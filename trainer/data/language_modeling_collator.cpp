@@ -30,18 +30,6 @@ void check_probability(double value, const char* name) {
         "DataCollatorForLanguageModeling: {} should be between 0 and 1, got {}", name, value));
 }
 
-/// Pads 1-D sequences (and offset_mapping's [T, 2] rows) to `length` on the given side.
-at::Tensor pad_rows(const std::vector<at::Tensor>& rows, int64_t length, int64_t value, bool left) {
-  std::vector<int64_t> shape{static_cast<int64_t>(rows.size()), length};
-  for (int64_t d = 1; d < rows.front().dim(); ++d) shape.push_back(rows.front().size(d));
-  at::Tensor out = at::full(shape, value, rows.front().options());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const int64_t n = rows[i].size(0);
-    out[static_cast<int64_t>(i)].narrow(0, left ? length - n : 0, n).copy_(rows[i]);
-  }
-  return out;
-}
-
 /// transformers' _calc_word_ids_and_prob_mask + _whole_word_mask: a token starts a word when it
 /// is not special and does not continue the previous token's characters (or follows a special
 /// one); every token of a word whose first token was drawn is masked.
@@ -201,8 +189,8 @@ Batch DataCollatorForLanguageModeling::build(const std::vector<Example>& example
       const int64_t m = *options_.pad_to_multiple_of;
       length = (length + m - 1) / m * m;
     }
-    batch.set(key, pad_rows(rows, length, padding_value_for(key, *options_.pad_token_id),
-                            options_.pad_left));
+    batch.set(key, pad_sequences(rows, length, padding_value_for(key, *options_.pad_token_id),
+                                 options_.pad_left));
   }
   if (!batch.contains("input_ids"))
     throw std::invalid_argument(
