@@ -9,8 +9,6 @@
 // completed with transformers' global defaults. Inputs: input_ids [B, L] int64, scores [B, V]
 // float32, optional attention_mask [B, N] (the prompt's). Output: the processed scores. Prints
 // one JSON line per case: {"steps": [transformers class names]} or {"error": message}.
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -45,15 +43,5 @@ nlohmann::json run_case(const nlohmann::json& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: ctrainer_parity_logits_dump --cases FILE.json\n";
-  try {
-    auto flags = ctrainer::parity::parse_dump_flags(argc, argv, {"cases"}, usage);
-    if (!flags.count("cases")) throw ctrainer::ArgumentError("--cases is required\n" + usage);
-    std::ifstream in(flags["cases"]);
-    for (const auto& c : nlohmann::json::parse(in)) std::printf("%s\n", run_case(c).dump().c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ctrainer_parity_logits_dump: %s\n", e.what());
-    return 2;
-  }
+  return ctrainer::parity::run_cases_main(argc, argv, "ctrainer_parity_logits_dump", run_case);
 }

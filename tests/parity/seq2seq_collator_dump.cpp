@@ -8,8 +8,6 @@
 // pad_left, max_length, pad_to_multiple_of, label_pad_token_id, decoder_start_token_id,
 // decoder_pad_token_id (Seq2SeqCollatorOptions' fields). Output: the batch's tensors. Prints one
 // JSON line per case: {"keys": [...]} or {"error": message}.
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -61,15 +59,5 @@ nlohmann::json run_case(const nlohmann::json& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: ctrainer_parity_seq2seq_collator --cases FILE.json\n";
-  try {
-    auto flags = ctrainer::parity::parse_dump_flags(argc, argv, {"cases"}, usage);
-    if (!flags.count("cases")) throw ctrainer::ArgumentError("--cases is required\n" + usage);
-    std::ifstream in(flags["cases"]);
-    for (const auto& c : nlohmann::json::parse(in)) std::printf("%s\n", run_case(c).dump().c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ctrainer_parity_seq2seq_collator: %s\n", e.what());
-    return 2;
-  }
+  return ctrainer::parity::run_cases_main(argc, argv, "ctrainer_parity_seq2seq_collator", run_case);
 }
