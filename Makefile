@@ -80,11 +80,13 @@ ERROR_CATALOGUE_ENV := CTRAINER_SOURCE_DIR=$(CURDIR) \
   CTRAINER_BIN_CTRAINER_TOKENIZE=$(BUILD_DIR)/examples/ctrainer-tokenize \
   CTRAINER_BIN_CTRAINER_PLOT=$(BUILD_DIR)/examples/ctrainer-plot \
   CTRAINER_BIN_RUN_CLM=$(BUILD_DIR)/examples/run_clm \
-  CTRAINER_BIN_RUN_MLM=$(BUILD_DIR)/examples/run_mlm
+  CTRAINER_BIN_RUN_MLM=$(BUILD_DIR)/examples/run_mlm \
+  CTRAINER_BIN_CTRAINER_GENERATE=$(BUILD_DIR)/examples/ctrainer-generate
 
 docs: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target run_glue ctrainer-train-classifier \
-	  ctrainer-run ctrainer-consolidate ctrainer-tokenize ctrainer-plot run_clm run_mlm
+	  ctrainer-run ctrainer-consolidate ctrainer-tokenize ctrainer-plot run_clm run_mlm \
+	  ctrainer-generate
 	$(BUILD_DIR)/examples/run_glue --help_markdown > docs/arguments.md
 	$(ERROR_CATALOGUE_ENV) $(VENV)/bin/python tests/docs/error_catalogue.py --write docs/errors.md
 

@@ -26,4 +26,12 @@ at::Tensor packed_sequence_indices(const at::Tensor& position_ids);
 at::Tensor decoder_attention_mask(const at::Tensor& attention_mask, const at::Tensor& position_ids,
                                   int64_t length);
 
+/// The mask SDPA gets when `length` new tokens follow `past` positions held in a key/value cache
+/// (generation): boolean [B or 1, 1, length, past + length], query i (at position past + i)
+/// attending the keys 0..past + i that `attention_mask` [B, past + length] (1 = token; undefined:
+/// every position) keeps. Undefined when SDPA needs no mask: without padding, either nothing is
+/// cached (is_causal does the causal part) or one token is new (it attends every key); callers
+/// set is_causal only when nothing is cached.
+at::Tensor cached_causal_mask(const at::Tensor& attention_mask, int64_t past, int64_t length);
+
 }  // namespace ctrainer

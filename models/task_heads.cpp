@@ -94,6 +94,12 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
   return out;
 }
 
+at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_head,
+                                const at::Tensor& tied_embedding) {
+  const at::Tensor last = hidden.narrow(1, hidden.size(1) - 1, 1);
+  return (lm_head ? lm_head->forward(last) : at::linear(last, tied_embedding)).squeeze(1);
+}
+
 ModelOutput decoder_classification_output(const at::Tensor& hidden, AdaptableLinear& score,
                                           const Batch& batch, std::optional<int64_t> pad_token_id,
                                           std::optional<std::string>& problem_type,

@@ -47,6 +47,12 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
                              const at::Tensor& tied_embedding, const Batch& batch,
                              std::optional<int64_t> num_items_in_batch = std::nullopt);
 
+/// The next-token logits [B, vocab] of the last position of `hidden` [B, T, H]: through
+/// `lm_head`, or the tied `tied_embedding` when lm_head is null (what generation reads; the
+/// other positions' logits are not computed, as transformers' logits_to_keep=1).
+at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_head,
+                                const at::Tensor& tied_embedding);
+
 /// A decoder classifier's output: `score` of last_non_pad_hidden(), and
 /// sequence_classification_loss() when the batch carries "labels".
 ModelOutput decoder_classification_output(const at::Tensor& hidden, AdaptableLinear& score,

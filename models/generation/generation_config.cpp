@@ -1,5 +1,6 @@
 #include <ctrainer/models/generation/generation_config.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -45,6 +46,37 @@ const std::vector<std::pair<std::string, std::vector<json>>>& unimplemented_feat
       {"use_mtp", {false}},
       {"speculation_type", {}}};
   return features;
+}
+
+/// The GenerationConfig fields this struct holds, by their JSON keys.
+const std::set<std::string>& generation_fields() {
+  static const std::set<std::string> fields = {"max_length",
+                                               "max_new_tokens",
+                                               "min_length",
+                                               "min_new_tokens",
+                                               "do_sample",
+                                               "num_beams",
+                                               "num_return_sequences",
+                                               "length_penalty",
+                                               "early_stopping",
+                                               "use_cache",
+                                               "temperature",
+                                               "top_k",
+                                               "top_p",
+                                               "min_p",
+                                               "repetition_penalty",
+                                               "no_repeat_ngram_size",
+                                               "bad_words_ids",
+                                               "forced_bos_token_id",
+                                               "forced_eos_token_id",
+                                               "suppress_tokens",
+                                               "begin_suppress_tokens",
+                                               "remove_invalid_values",
+                                               "pad_token_id",
+                                               "bos_token_id",
+                                               "eos_token_id",
+                                               "decoder_start_token_id"};
+  return fields;
 }
 
 class Reader {
@@ -175,35 +207,27 @@ GenerationConfig GenerationConfig::from_json(const json& j, const std::string& s
   // Everything else is kept to be written back as read: informational keys, the unimplemented
   // features at their off values, and keys transformers does not know (it keeps those too).
   // Nulls are dropped, as transformers' use_diff drops values equal to its all-None default.
-  static const std::set<std::string> fields = {"max_length",
-                                               "max_new_tokens",
-                                               "min_length",
-                                               "min_new_tokens",
-                                               "do_sample",
-                                               "num_beams",
-                                               "num_return_sequences",
-                                               "length_penalty",
-                                               "early_stopping",
-                                               "use_cache",
-                                               "temperature",
-                                               "top_k",
-                                               "top_p",
-                                               "min_p",
-                                               "repetition_penalty",
-                                               "no_repeat_ngram_size",
-                                               "bad_words_ids",
-                                               "forced_bos_token_id",
-                                               "forced_eos_token_id",
-                                               "suppress_tokens",
-                                               "begin_suppress_tokens",
-                                               "remove_invalid_values",
-                                               "pad_token_id",
-                                               "bos_token_id",
-                                               "eos_token_id",
-                                               "decoder_start_token_id"};
+  const std::set<std::string>& fields = generation_fields();
   for (const auto& [key, value] : j.items())
     if (!fields.count(key) && !value.is_null()) c.other[key] = value;
   return c;
+}
+
+GenerationConfig GenerationConfig::from_model_config(const json& model_config,
+                                                     const std::string& source) {
+  // transformers' from_model_config: the generation fields config.json sets (non-null); its
+  // other keys are the model's, not generation's, and are dropped.
+  json generation_keys = json::object();
+  for (const auto& [key, value] : model_config.items()) {
+    const bool refused_feature =
+        std::any_of(unimplemented_features().begin(), unimplemented_features().end(),
+                    [&key](const auto& feature) { return feature.first == key; });
+    if (!value.is_null() && (generation_fields().count(key) || refused_feature))
+      generation_keys[key] = value;
+  }
+  GenerationConfig config = from_json(generation_keys, source);
+  config.other = json::object();
+  return config;
 }
 
 GenerationConfig GenerationConfig::from_file(const fs::path& path) {
@@ -212,6 +236,15 @@ GenerationConfig GenerationConfig::from_file(const fs::path& path) {
     throw ArgumentError(file.string() + ": no such generation config (a " + kFileName +
                         ", or a folder holding one)");
   return from_json(read_json_config(file, "generation_config"), file.string());
+}
+
+GenerationConfig GenerationConfig::for_model_folder(const fs::path& folder) {
+  if (fs::exists(folder / kFileName)) return from_file(folder / kFileName);
+  const fs::path model_config = folder / "config.json";
+  if (!fs::exists(model_config))
+    throw ArgumentError(folder.string() + ": neither " + kFileName +
+                        " nor config.json; pass a model folder");
+  return from_model_config(read_json_config(model_config, "config"), model_config.string());
 }
 
 json GenerationConfig::to_json() const {

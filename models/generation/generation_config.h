@@ -60,6 +60,14 @@ struct GenerationConfig {
   /// accepted only with the value that turns it off and refused naming the key otherwise; a
   /// value of the wrong type or range is refused naming `source` and the key.
   static GenerationConfig from_json(const nlohmann::json& json, const std::string& source);
+  /// The generation fields of a model's config.json (bos/eos/pad/decoder_start token ids and any
+  /// legacy generation keys), as transformers' from_model_config makes a model's generation
+  /// config when its folder has no generation_config.json.
+  static GenerationConfig from_model_config(const nlohmann::json& model_config,
+                                            const std::string& source);
+  /// A model folder's generation settings, as transformers' from_pretrained sets
+  /// model.generation_config: its generation_config.json, else from_model_config(config.json).
+  static GenerationConfig for_model_folder(const std::filesystem::path& folder);
   /// Reads `path`: a generation_config.json, or a folder holding one.
   static GenerationConfig from_file(const std::filesystem::path& path);
   /// The set fields and `other`, as transformers' to_json_string(use_diff=True) writes them.

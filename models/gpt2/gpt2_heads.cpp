@@ -76,6 +76,15 @@ ModelOutput GPT2LMHeadModel::forward_with_num_items(const Batch& batch,
                           batch, num_items_in_batch);
 }
 
+at::Tensor GPT2LMHeadModel::next_token_logits(const at::Tensor& input_ids,
+                                              const at::Tensor& attention_mask,
+                                              const at::Tensor& position_ids,
+                                              KeyValueCache& cache) {
+  return last_position_logits(
+      transformer->forward(input_ids, attention_mask, /*token_type_ids=*/{}, position_ids, &cache),
+      lm_head, transformer->wte->weight);
+}
+
 GPT2ForSequenceClassification::GPT2ForSequenceClassification(const GPT2Config& config,
                                                              bool initialise_weights)
     : GPT2PreTrainedModel(config, "GPT2ForSequenceClassification") {

@@ -12,6 +12,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include <ctrainer/models/adaptable_linear.h>
+#include <ctrainer/models/causal_lm.h>
 #include <ctrainer/models/gpt2/gpt2_config.h>
 #include <ctrainer/models/gpt2/gpt2_model.h>
 #include <ctrainer/models/model.h>
@@ -46,7 +47,7 @@ class GPT2PreTrainedModel : public Model {
   std::string architecture_;
 };
 
-class GPT2LMHeadModel : public GPT2PreTrainedModel {
+class GPT2LMHeadModel : public GPT2PreTrainedModel, public CausalLanguageModel {
  public:
   /// `initialise_weights`: HF's initialisation from the global generator (seed it first); false
   /// leaves libtorch's defaults, for loading a checkpoint.
@@ -68,6 +69,11 @@ class GPT2LMHeadModel : public GPT2PreTrainedModel {
   ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) override;
   bool accepts_loss_kwargs() const override { return true; }
   bool loss_shifts_labels() const override { return true; }
+
+  at::Tensor next_token_logits(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                               const at::Tensor& position_ids, KeyValueCache& cache) override;
+  int64_t num_decoder_layers() const override { return config_.n_layer; }
+  std::optional<int64_t> max_position_embeddings() const override { return config_.n_positions; }
 
   /// The untied output projection; null when tied (the logits use transformer->wte's weight, one
   /// parameter, which HF's save_pretrained also writes once).

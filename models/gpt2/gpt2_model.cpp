@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <torch/nn/init.h>
 
@@ -28,7 +29,7 @@ at::Tensor Conv1DImpl::forward(const at::Tensor& x) {
 }
 
 GPT2AttentionImpl::GPT2AttentionImpl(const GPT2Config& config, int64_t layer_index)
-    : num_heads_(config.n_head), attn_pdrop_(config.attn_pdrop) {
+    : num_heads_(config.n_head), layer_index_(layer_index), attn_pdrop_(config.attn_pdrop) {
   c_attn = register_module("c_attn", Conv1D(3 * config.n_embd, config.n_embd));
   c_proj = register_module("c_proj", Conv1D(config.n_embd, config.n_embd));
   resid_dropout = register_module("resid_dropout", Dropout(config.resid_pdrop));
@@ -38,15 +39,19 @@ GPT2AttentionImpl::GPT2AttentionImpl(const GPT2Config& config, int64_t layer_ind
   if (config.scale_attn_by_inverse_layer_idx) scaling_ /= static_cast<double>(layer_index + 1);
 }
 
-at::Tensor GPT2AttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask) {
+at::Tensor GPT2AttentionImpl::forward(const at::Tensor& hidden, const at::Tensor& mask,
+                                      KeyValueCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1), width = hidden.size(2);
   const std::vector<at::Tensor> qkv = c_attn->forward(hidden).split(width, 2);
   auto heads = [&](const at::Tensor& x) {
     return x.view({batch, length, num_heads_, width / num_heads_}).transpose(1, 2);
   };
+  at::Tensor keys = heads(qkv[1]), values = heads(qkv[2]);
+  const bool nothing_cached = cache == nullptr || cache->length(layer_index_) == 0;
+  if (cache) std::tie(keys, values) = cache->append(layer_index_, keys, values);
   const at::Tensor context =
-      attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), mask, attn_pdrop_, is_training(),
-                /*is_causal=*/!mask.defined(), scaling_);
+      attention(heads(qkv[0]), keys, values, mask, attn_pdrop_, is_training(),
+                /*is_causal=*/!mask.defined() && nothing_cached, scaling_);
   return resid_dropout->forward(
       c_proj->forward(context.transpose(1, 2).reshape({batch, length, width})));
 }
@@ -69,9 +74,10 @@ GPT2BlockImpl::GPT2BlockImpl(const GPT2Config& config, int64_t layer_index) {
   mlp = register_module("mlp", GPT2MLP(config));
 }
 
-at::Tensor GPT2BlockImpl::forward(const at::Tensor& hidden, const at::Tensor& mask) {
+at::Tensor GPT2BlockImpl::forward(const at::Tensor& hidden, const at::Tensor& mask,
+                                  KeyValueCache* cache) {
   auto hooks = hook_point_.enter();
-  at::Tensor out = hidden + attn->forward(ln_1->forward(hidden), mask);
+  at::Tensor out = hidden + attn->forward(ln_1->forward(hidden), mask, cache);
   out = out + mlp->forward(ln_2->forward(out));
   return hooks.finish(out);
 }
@@ -91,23 +97,29 @@ GPT2ModelImpl::GPT2ModelImpl(const GPT2Config& config) {
 }
 
 at::Tensor GPT2ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                                  const at::Tensor& token_type_ids,
-                                  const at::Tensor& position_ids) {
+                                  const at::Tensor& token_type_ids, const at::Tensor& position_ids,
+                                  KeyValueCache* cache) {
   const int64_t length = input_ids.size(1);
+  const int64_t past = cache ? cache->length() : 0;
+  const int64_t n_positions = wpe->weight.size(0);
   // Packed rows (given position_ids) may be longer than n_positions; their positions may not.
-  TORCH_CHECK(position_ids.defined() || length <= wpe->weight.size(0), "GPT-2: ", length,
-              " tokens are more than the model's n_positions (", wpe->weight.size(0),
-              "); truncate the input (--max_seq_length / --block_size)");
+  TORCH_CHECK(position_ids.defined() || past + length <= n_positions, "GPT-2: ", past + length,
+              " tokens are more than the model's n_positions (", n_positions,
+              "); truncate the input (--max_seq_length / --block_size) or generate fewer tokens");
   const at::Tensor positions =
       position_ids.defined()
           ? position_ids
-          : at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
+          : at::arange(past, past + length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
+  TORCH_CHECK(!cache || !position_ids.defined() || position_ids.max().item<int64_t>() < n_positions,
+              "GPT-2: position ", position_ids.max().item<int64_t>(),
+              " is past the model's n_positions (", n_positions, "); generate fewer tokens");
   at::Tensor hidden =
       with_neftune_noise(wte->forward(input_ids), neftune_noise_alpha, is_training()) +
       wpe->forward(positions);
   if (token_type_ids.defined()) hidden = hidden + wte->forward(token_type_ids);
   hidden = drop->forward(hidden);
-  const at::Tensor mask = decoder_attention_mask(attention_mask, position_ids, length);
+  const at::Tensor mask = cache ? cached_causal_mask(attention_mask, past, length)
+                                : decoder_attention_mask(attention_mask, position_ids, length);
   for (GPT2Block& block : blocks) {
     if (gradient_checkpointing_ && is_training() && at::GradMode::is_enabled()) {
       std::vector<at::Tensor> parameters;
@@ -118,7 +130,7 @@ at::Tensor GPT2ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
           checkpoint([block, mask](const at::Tensor& x) mutable { return block->forward(x, mask); },
                      hidden, parameters);
     } else {
-      hidden = block->forward(hidden, mask);
+      hidden = block->forward(hidden, mask, cache);
     }
   }
   return ln_f->forward(hidden);

@@ -19,6 +19,7 @@
 #include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/dropout.h>
 #include <ctrainer/models/gpt2/gpt2_config.h>
+#include <ctrainer/models/kv_cache.h>
 
 namespace ctrainer {
 
@@ -42,18 +43,22 @@ class Conv1DImpl : public torch::nn::Module, public AdaptableProjection {
 };
 TORCH_MODULE(Conv1D);
 
-/// Causal self-attention. `mask` is a boolean [B, 1, T, T] (true = attend) or undefined, in which
-/// case the causal mask is SDPA's is_causal (no mask is materialised).
+/// Causal self-attention. `mask` is a boolean [B, 1, T, S] (true = attend) or undefined, in which
+/// case the causal mask is SDPA's is_causal (no mask is materialised). With a `cache`, the keys
+/// and values of these T tokens are appended to this layer's and the queries attend all S of
+/// them (a cache holding positions and no mask: the one new token attends every key).
 class GPT2AttentionImpl : public torch::nn::Module {
  public:
   GPT2AttentionImpl(const GPT2Config& config, int64_t layer_index);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask);
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask,
+                     KeyValueCache* cache = nullptr);
 
   Conv1D c_attn{nullptr}, c_proj{nullptr};
   Dropout resid_dropout{nullptr};
 
  private:
   int64_t num_heads_;
+  int64_t layer_index_;
   double attn_pdrop_;
   double scaling_;
 };
@@ -77,7 +82,8 @@ TORCH_MODULE(GPT2MLP);
 class GPT2BlockImpl : public torch::nn::Module {
  public:
   GPT2BlockImpl(const GPT2Config& config, int64_t layer_index);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask);
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& mask,
+                     KeyValueCache* cache = nullptr);
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   GPT2Attention attn{nullptr};
@@ -97,8 +103,12 @@ class GPT2ModelImpl : public torch::nn::Module {
   /// (1 = token) may be undefined, and so may `token_type_ids` (HF embeds them with wte).
   /// `position_ids` [B, T] default to 0..T-1 (no cache); without an attention_mask, rows they
   /// pack with several sequences attend within each sequence only (DataCollatorWithFlattening).
+  /// With a `cache` (generation), the tokens follow the positions it holds: `attention_mask`
+  /// then covers those too ([B, cache->length() + T]), position_ids default to the positions
+  /// after them, and the new keys and values are appended to it.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
-                     const at::Tensor& token_type_ids = {}, const at::Tensor& position_ids = {});
+                     const at::Tensor& token_type_ids = {}, const at::Tensor& position_ids = {},
+                     KeyValueCache* cache = nullptr);
 
   /// NEFTune noise on wte's output while training (unset: none).
   std::optional<double> neftune_noise_alpha;

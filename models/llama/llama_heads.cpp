@@ -67,6 +67,14 @@ ModelOutput LlamaForCausalLM::forward(const Batch& batch) {
   return causal_lm_output(run_decoder(model, batch), lm_head, model->embed_tokens->weight, batch);
 }
 
+at::Tensor LlamaForCausalLM::next_token_logits(const at::Tensor& input_ids,
+                                               const at::Tensor& attention_mask,
+                                               const at::Tensor& position_ids,
+                                               KeyValueCache& cache) {
+  return last_position_logits(model->forward(input_ids, attention_mask, position_ids, &cache),
+                              lm_head, model->embed_tokens->weight);
+}
+
 ModelOutput LlamaForCausalLM::forward_with_num_items(const Batch& batch,
                                                      int64_t num_items_in_batch) {
   return causal_lm_output(run_decoder(model, batch), lm_head, model->embed_tokens->weight, batch,

@@ -11,6 +11,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include <ctrainer/models/adaptable_linear.h>
+#include <ctrainer/models/causal_lm.h>
 #include <ctrainer/models/llama/llama_config.h>
 #include <ctrainer/models/llama/llama_model.h>
 #include <ctrainer/models/model.h>
@@ -44,7 +45,7 @@ class LlamaPreTrainedModel : public Model {
   std::string architecture_;
 };
 
-class LlamaForCausalLM : public LlamaPreTrainedModel {
+class LlamaForCausalLM : public LlamaPreTrainedModel, public CausalLanguageModel {
  public:
   /// `initialise_weights`: HF's initialisation from the global generator; false leaves libtorch's
   /// defaults, for loading a checkpoint.
@@ -60,6 +61,13 @@ class LlamaForCausalLM : public LlamaPreTrainedModel {
   ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) override;
   bool accepts_loss_kwargs() const override { return true; }
   bool loss_shifts_labels() const override { return true; }
+
+  at::Tensor next_token_logits(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                               const at::Tensor& position_ids, KeyValueCache& cache) override;
+  int64_t num_decoder_layers() const override { return config_.num_hidden_layers; }
+  std::optional<int64_t> max_position_embeddings() const override {
+    return config_.max_position_embeddings;
+  }
 
   /// The untied output projection; null when tied.
   AdaptableLinear lm_head{nullptr};

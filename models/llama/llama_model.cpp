@@ -4,6 +4,7 @@
 #include <numbers>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <torch/nn/init.h>
 
@@ -72,10 +73,11 @@ at::Tensor rope_inverse_frequencies(const LlamaConfig& config) {
   return inv_freq;
 }
 
-LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c, int64_t layer_index)
     : num_heads_(c.num_attention_heads),
       num_kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
+      layer_index_(layer_index),
       dropout_(c.attention_dropout) {
   q_proj =
       register_module("q_proj", linear(c.hidden_size, num_heads_ * head_dim_, c.attention_bias));
@@ -88,21 +90,24 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
 }
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& hidden, const RotaryTables& rotary,
-                                       const at::Tensor& mask) {
+                                       const at::Tensor& mask, KeyValueCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1);
   auto heads = [&](const at::Tensor& x) {
     return x.view({batch, length, -1, head_dim_}).transpose(1, 2);
   };
   at::Tensor q = heads(q_proj->forward(hidden));
   at::Tensor k = heads(k_proj->forward(hidden));
-  const at::Tensor v = heads(v_proj->forward(hidden));
+  at::Tensor v = heads(v_proj->forward(hidden));
   // HF apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, cos/sin [T, D] broadcast.
   q = q * rotary.cos + rotate_half(q) * rotary.sin;
   k = k * rotary.cos + rotate_half(k) * rotary.sin;
+  const bool nothing_cached = cache == nullptr || cache->length(layer_index_) == 0;
+  if (cache) std::tie(k, v) = cache->append(layer_index_, k, v);  // before repeat_kv, as HF
   const int64_t groups = num_heads_ / num_kv_heads_;
   const at::Tensor context =
       attention(q, repeat_kv(k, groups), repeat_kv(v, groups), mask, dropout_, is_training(),
-                /*is_causal=*/!mask.defined(), 1.0 / std::sqrt(static_cast<double>(head_dim_)));
+                /*is_causal=*/!mask.defined() && nothing_cached,
+                1.0 / std::sqrt(static_cast<double>(head_dim_)));
   return o_proj->forward(context.transpose(1, 2).reshape({batch, length, num_heads_ * head_dim_}));
 }
 
@@ -117,8 +122,8 @@ at::Tensor LlamaMLPImpl::forward(const at::Tensor& x) {
                             up_proj->forward(x));
 }
 
-LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
-  self_attn = register_module("self_attn", LlamaAttention(c));
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, int64_t layer_index) {
+  self_attn = register_module("self_attn", LlamaAttention(c, layer_index));
   mlp = register_module("mlp", LlamaMLP(c));
   input_layernorm = register_module("input_layernorm", LlamaRMSNorm(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm =
@@ -126,9 +131,10 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
 }
 
 at::Tensor LlamaDecoderLayerImpl::forward(const at::Tensor& hidden, const RotaryTables& rotary,
-                                          const at::Tensor& mask) {
+                                          const at::Tensor& mask, KeyValueCache* cache) {
   auto hooks = hook_point_.enter();
-  at::Tensor out = hidden + self_attn->forward(input_layernorm->forward(hidden), rotary, mask);
+  at::Tensor out =
+      hidden + self_attn->forward(input_layernorm->forward(hidden), rotary, mask, cache);
   out = out + mlp->forward(post_attention_layernorm->forward(out));
   return hooks.finish(out);
 }
@@ -139,7 +145,7 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(embedding));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    decoder_layers.push_back(LlamaDecoderLayer(c));
+    decoder_layers.push_back(LlamaDecoderLayer(c, i));
     layers->push_back(decoder_layers.back());
   }
   norm = register_module("norm", LlamaRMSNorm(c.hidden_size, c.rms_norm_eps));
@@ -147,19 +153,21 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) {
 }
 
 at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                                   const at::Tensor& position_ids) {
+                                   const at::Tensor& position_ids, KeyValueCache* cache) {
   const int64_t length = input_ids.size(1);
+  const int64_t past = cache ? cache->length() : 0;
   at::Tensor hidden =
       with_neftune_noise(embed_tokens->forward(input_ids), neftune_noise_alpha, is_training());
   // HF LlamaRotaryEmbedding: freqs = position * inv_freq in fp32, emb = [freqs, freqs].
   // Given positions make per-row tables [B, 1, T, D] that broadcast over the heads.
-  const at::Tensor positions = position_ids.defined()
-                                   ? position_ids.to(at::kFloat).unsqueeze(1)
-                                   : at::arange(length, hidden.options().dtype(at::kFloat));
+  const at::Tensor positions =
+      position_ids.defined() ? position_ids.to(at::kFloat).unsqueeze(1)
+                             : at::arange(past, past + length, hidden.options().dtype(at::kFloat));
   const at::Tensor freqs = positions.unsqueeze(-1) * inverse_frequencies_.to(hidden.device());
   const at::Tensor emb = at::cat({freqs, freqs}, -1);
   const RotaryTables rotary{emb.cos().to(hidden.scalar_type()), emb.sin().to(hidden.scalar_type())};
-  const at::Tensor mask = decoder_attention_mask(attention_mask, position_ids, length);
+  const at::Tensor mask = cache ? cached_causal_mask(attention_mask, past, length)
+                                : decoder_attention_mask(attention_mask, position_ids, length);
   for (LlamaDecoderLayer& layer : decoder_layers) {
     if (gradient_checkpointing_ && is_training() && at::GradMode::is_enabled()) {
       std::vector<at::Tensor> parameters;
@@ -171,7 +179,7 @@ at::Tensor LlamaModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
                          const at::Tensor& x) mutable { return layer->forward(x, rotary, mask); },
                      hidden, parameters);
     } else {
-      hidden = layer->forward(hidden, rotary, mask);
+      hidden = layer->forward(hidden, rotary, mask, cache);
     }
   }
   return norm->forward(hidden);

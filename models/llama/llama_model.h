@@ -17,6 +17,7 @@
 
 #include <ctrainer/core/forward_hooks.h>
 #include <ctrainer/models/adaptable_linear.h>
+#include <ctrainer/models/kv_cache.h>
 #include <ctrainer/models/llama/llama_config.h>
 
 namespace ctrainer {
@@ -45,14 +46,17 @@ struct RotaryTables {
 
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
-  explicit LlamaAttentionImpl(const LlamaConfig& config);
-  /// hidden [B, T, H]; mask boolean [B, 1, T, T] or undefined (SDPA's is_causal).
-  at::Tensor forward(const at::Tensor& hidden, const RotaryTables& rotary, const at::Tensor& mask);
+  LlamaAttentionImpl(const LlamaConfig& config, int64_t layer_index);
+  /// hidden [B, T, H]; mask boolean [B, 1, T, S] or undefined (SDPA's is_causal). With a `cache`,
+  /// these T tokens' keys and values (after RoPE) are appended to this layer's, and the queries
+  /// attend all S positions.
+  at::Tensor forward(const at::Tensor& hidden, const RotaryTables& rotary, const at::Tensor& mask,
+                     KeyValueCache* cache = nullptr);
 
   AdaptableLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
-  int64_t num_heads_, num_kv_heads_, head_dim_;
+  int64_t num_heads_, num_kv_heads_, head_dim_, layer_index_;
   double dropout_;
 };
 TORCH_MODULE(LlamaAttention);
@@ -74,8 +78,9 @@ TORCH_MODULE(LlamaMLP);
 /// unit ("LlamaDecoderLayer", HF's _no_split_modules).
 class LlamaDecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit LlamaDecoderLayerImpl(const LlamaConfig& config);
-  at::Tensor forward(const at::Tensor& hidden, const RotaryTables& rotary, const at::Tensor& mask);
+  LlamaDecoderLayerImpl(const LlamaConfig& config, int64_t layer_index);
+  at::Tensor forward(const at::Tensor& hidden, const RotaryTables& rotary, const at::Tensor& mask,
+                     KeyValueCache* cache = nullptr);
 
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
@@ -94,9 +99,11 @@ class LlamaModelImpl : public torch::nn::Module {
   /// The last hidden state [B, T, hidden_size] of `input_ids` [B, T]; `attention_mask` [B, T]
   /// (1 = token) may be undefined. `position_ids` [B, T] default to 0..T-1; without an
   /// attention_mask, rows they pack with several sequences attend within each sequence only
-  /// (DataCollatorWithFlattening).
+  /// (DataCollatorWithFlattening). With a `cache` (generation), the tokens follow the positions
+  /// it holds: `attention_mask` covers those too ([B, cache->length() + T]), position_ids default
+  /// to the positions after them, and the new keys and values are appended to it.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
-                     const at::Tensor& position_ids = {});
+                     const at::Tensor& position_ids = {}, KeyValueCache* cache = nullptr);
 
   void set_gradient_checkpointing(bool enable) { gradient_checkpointing_ = enable; }
 

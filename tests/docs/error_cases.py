@@ -6,8 +6,10 @@ import os
 import re
 import struct
 
+from error_cases_generation import generation_cases
+
 PROGRAMS = ("run_glue", "ctrainer-train-classifier", "ctrainer-run", "ctrainer-consolidate",
-            "ctrainer-tokenize", "ctrainer-plot", "run_clm", "run_mlm")
+            "ctrainer-tokenize", "ctrainer-plot", "run_clm", "run_mlm", "ctrainer-generate")
 TIMEOUT_S = 60
 
 # Abbreviations of the commands' common part (explained at the top of docs/errors.md).
@@ -896,4 +898,5 @@ def cases():
         ("ctrainer-tokenize and ctrainer-plot", tokenize_plot),
         ("Language-model text files and models (run_clm, run_mlm)", language_modeling),
         ("LoRA flags and PEFT adapter files (--lora_*, --lora_config)", lora),
+        ("ctrainer-generate", generation_cases(Case)),
     ]

@@ -18,7 +18,7 @@ of the program, to be fixed there, not here.
 
 The programs come from CTRAINER_BIN_<TARGET> environment variables (RUN_GLUE,
 CTRAINER_TRAIN_CLASSIFIER, CTRAINER_RUN, CTRAINER_CONSOLIDATE, CTRAINER_TOKENIZE, CTRAINER_PLOT,
-RUN_CLM, RUN_MLM),
+RUN_CLM, RUN_MLM, CTRAINER_GENERATE),
 the bundled data from CTRAINER_SOURCE_DIR. Python standard library only.
 """
 import argparse

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 
@@ -25,6 +26,15 @@ namespace fs = std::filesystem;
 std::string refusal(const json& j) {
   try {
     GenerationConfig::from_json(j, "gen.json");
+  } catch (const ArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string refusal_of_model_config(const json& j) {
+  try {
+    GenerationConfig::from_model_config(j, "config.json");
   } catch (const ArgumentError& e) {
     return e.what();
   }
@@ -107,6 +117,37 @@ TEST(GenerationConfig, SavedFolderReadsBackAndAMissingFileIsNamed) {
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find(folder.string()), std::string::npos);
   }
+}
+
+TEST(GenerationConfig, AModelFolderWithoutTheFileTakesConfigJsonsGenerationKeys) {
+  // transformers' from_model_config: the generation keys of config.json, nothing else.
+  const json model_config = {{"model_type", "gpt2"}, {"vocab_size", 50},        {"bos_token_id", 1},
+                             {"eos_token_id", 2},    {"pad_token_id", nullptr}, {"num_beams", 4},
+                             {"use_cache", true}};
+  const auto config = GenerationConfig::from_model_config(model_config, "config.json");
+  EXPECT_EQ(
+      config.to_json(),
+      json({{"bos_token_id", 1}, {"eos_token_id", 2}, {"num_beams", 4}, {"use_cache", true}}));
+  EXPECT_NE(refusal_of_model_config({{"num_beam_groups", 2}}).find("num_beam_groups"),
+            std::string::npos);
+
+  const fs::path folder =
+      fs::temp_directory_path() / ("gen_model_folder_test_" + std::to_string(::getpid()));
+  fs::create_directories(folder);
+  { std::ofstream(folder / "config.json") << model_config.dump(); }
+  EXPECT_EQ(GenerationConfig::for_model_folder(folder).to_json(), config.to_json());
+  // A generation_config.json wins over config.json, as in transformers.
+  GenerationConfig::from_json({{"max_new_tokens", 5}}, "gen.json").save_pretrained(folder);
+  EXPECT_EQ(GenerationConfig::for_model_folder(folder).to_json(), json({{"max_new_tokens", 5}}));
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  try {
+    GenerationConfig::for_model_folder(folder);
+    FAIL() << "a folder without config.json was read";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("nor config.json"), std::string::npos);
+  }
+  fs::remove_all(folder);
 }
 
 TEST(LogitsProcessors, RepetitionPenaltyDividesPositiveAndMultipliesNegativeScores) {

@@ -1,0 +1,115 @@
+// generate()'s preparation, as transformers 5.24's GenerationMixin.generate orders it: settings
+// merged, special tokens, the attention mask and position ids, rows repeated for beams, lengths,
+// then the decoding loop of the configuration's mode.
+#include <ctrainer/models/generation/generate.h>
+
+#include <algorithm>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/generation/decoding.h>
+
+namespace ctrainer::generation {
+
+namespace {
+
+constexpr int64_t kDefaultNewTokens = 20;  // transformers' global max_length default
+
+/// GenerationConfig.validate's refusals of num_return_sequences.
+void check_return_sequences(const GenerationConfig& c) {
+  const int64_t returned = *c.num_return_sequences, beams = *c.num_beams;
+  if (returned > 1 && beams == 1 && !*c.do_sample)
+    throw ArgumentError(
+        "generation: num_return_sequences " + std::to_string(returned) +
+        " needs sampling (do_sample) or beam search (num_beams > 1); greedy search returns one "
+        "sequence per prompt");
+  if (beams > 1 && returned > beams)
+    throw ArgumentError("generation: num_return_sequences (" + std::to_string(returned) +
+                        ") has to be at most num_beams (" + std::to_string(beams) + ")");
+}
+
+/// _prepare_attention_mask_for_generation: inferred from padding when the prompt holds
+/// pad_token_id and it is not an eos id; else every token counts.
+at::Tensor infer_attention_mask(const at::Tensor& input_ids, const DecodingPlan& plan) {
+  const at::Tensor all_tokens = at::ones_like(input_ids, input_ids.options().dtype(at::kLong));
+  if (!plan.pad_token_id) return all_tokens;
+  const int64_t pad = *plan.pad_token_id;
+  const bool pad_in_prompt = input_ids.eq(pad).any().item<bool>();
+  const bool pad_is_eos = std::find(plan.eos_token_ids.begin(), plan.eos_token_ids.end(), pad) !=
+                          plan.eos_token_ids.end();
+  return pad_in_prompt && !pad_is_eos ? input_ids.ne(pad).to(at::kLong) : all_tokens;
+}
+
+}  // namespace
+
+GenerateOutput generate(CausalLanguageModel& model, const at::Tensor& input_ids,
+                        const at::Tensor& attention_mask, const GenerationConfig& call,
+                        const GenerationConfig& model_defaults,
+                        std::optional<at::Generator> generator) {
+  if (!input_ids.defined() || input_ids.dim() != 2 || input_ids.size(1) == 0 ||
+      !at::isIntegralType(input_ids.scalar_type(), /*includeBool=*/false))
+    throw ArgumentError(
+        "generation: input_ids must be integer token ids [batch, prompt_length] with at least "
+        "one token per row");
+  if (attention_mask.defined() && attention_mask.sizes() != input_ids.sizes())
+    throw ArgumentError("generation: attention_mask must have input_ids' shape [batch, " +
+                        std::to_string(input_ids.size(1)) + "]");
+  at::NoGradGuard no_grad;  // as transformers' @torch.no_grad()
+
+  DecodingPlan plan;
+  const GenerationConfig merged = call.merged_over(model_defaults);
+  const bool default_max_length = !merged.max_length.has_value();
+  plan.config = merged.with_global_defaults();
+  GenerationConfig& config = plan.config;
+  check_return_sequences(config);
+  plan.generator = std::move(generator);
+  plan.batch_size = input_ids.size(0);
+
+  // _prepare_special_tokens.
+  if (config.eos_token_id) plan.eos_token_ids = config.eos_token_id->ids;
+  plan.pad_token_id = config.pad_token_id;
+  if (!plan.pad_token_id && !plan.eos_token_ids.empty())
+    plan.pad_token_id = plan.eos_token_ids.front();
+
+  // The attention mask (given, or inferred) gives the position ids; one that keeps every token
+  // is dropped, as transformers drops it (the model then needs no mask).
+  const at::Tensor ids = input_ids.to(at::kLong);
+  at::Tensor mask =
+      attention_mask.defined() ? attention_mask.to(at::kLong) : infer_attention_mask(ids, plan);
+  at::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask.eq(0), 0);
+  if (mask.eq(1).all().item<bool>()) mask = at::Tensor();
+
+  // _expand_inputs_for_generation.
+  const int64_t expand = std::max(*config.num_beams, *config.num_return_sequences);
+  auto expanded = [expand](const at::Tensor& t) {
+    return expand == 1 || !t.defined() ? t : t.repeat_interleave(expand, 0);
+  };
+  plan.input_ids = expanded(ids);
+  plan.attention_mask = expanded(mask);
+  plan.position_ids = expanded(positions);
+
+  // _prepare_generated_length.
+  const int64_t prompt_length = ids.size(1);
+  if (config.max_new_tokens) {
+    config.max_length = *config.max_new_tokens + prompt_length;
+  } else if (default_max_length) {
+    config.max_length = kDefaultNewTokens + prompt_length;
+    if (auto limit = model.max_position_embeddings())
+      config.max_length = std::min(*config.max_length, *limit);
+  }
+  if (config.min_new_tokens) config.min_length = *config.min_new_tokens + prompt_length;
+  plan.max_length = *config.max_length;
+  if (prompt_length >= plan.max_length)
+    throw ArgumentError("generation: the prompt has " + std::to_string(prompt_length) +
+                        " tokens but max_length is " + std::to_string(plan.max_length) +
+                        "; set max_new_tokens (or a larger max_length)");
+
+  const LogitsProcessors processors(config, prompt_length, plan.attention_mask);
+  if (*config.num_beams > 1) return beam_search(model, plan, processors);
+  return {greedy_or_sample(model, plan, processors), at::Tensor()};
+}
+
+}  // namespace ctrainer::generation

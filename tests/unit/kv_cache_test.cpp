@@ -1,0 +1,161 @@
+// The key/value cache of GPT-2 and Llama: a cache's bookkeeping, the masks of cached steps, and
+// that decoding one token at a time through the cache gives the logits of one full forward
+// (left padding, grouped-query attention); generate() with and without the cache agrees.
+// Token ids against transformers' generate(): tests/parity/generate_parity.py.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include <ctrainer/core/errors.h>
+#include <ctrainer/models/attention_mask.h>
+#include <ctrainer/models/causal_lm.h>
+#include <ctrainer/models/generation/generate.h>
+#include <ctrainer/models/kv_cache.h>
+#include <ctrainer/models/registry/model_registry.h>
+
+#include "support/expect_error.h"
+
+namespace ctrainer {
+namespace kv_cache_test {
+
+using testing::expect_error;
+
+TEST(KeyValueCache, AppendsAlongPositionsAndKeepsSelectedRows) {
+  KeyValueCache cache(2);
+  EXPECT_EQ(cache.length(), 0);
+  const at::Tensor k1 = at::arange(2 * 1 * 3 * 2, at::kFloat).view({2, 1, 3, 2});
+  const auto [keys, values] = cache.append(0, k1, -k1);
+  EXPECT_TRUE(keys.equal(k1));
+  EXPECT_EQ(cache.length(0), 3);
+  EXPECT_EQ(cache.length(1), 0);
+  const at::Tensor k2 = at::full({2, 1, 1, 2}, 100.0);
+  const auto [all_keys, all_values] = cache.append(0, k2, -k2);
+  EXPECT_EQ(cache.length(0), 4);
+  EXPECT_TRUE(all_keys.narrow(2, 3, 1).equal(k2));
+  EXPECT_TRUE(all_values.narrow(2, 0, 3).equal(-k1));
+  cache.select_rows(at::tensor({1, 1, 0}, at::kLong));  // beams may repeat a row
+  const auto [reordered, unused] =
+      cache.append(0, at::zeros({3, 1, 1, 2}), at::zeros({3, 1, 1, 2}));
+  EXPECT_EQ(reordered.size(0), 3);
+  EXPECT_TRUE(reordered[0].equal(reordered[1]));
+  EXPECT_TRUE(reordered[2].narrow(1, 0, 3).equal(k1[0]));
+  EXPECT_THROW(cache.length(2), std::out_of_range);
+  expect_error([] { KeyValueCache(0); }, {"at least one layer"});
+}
+
+TEST(CachedCausalMask, QueriesSeeTheCacheAndTheirOwnPastButNoPadding) {
+  // No padding: nothing to mask for a prefill (is_causal) or a single new token.
+  EXPECT_FALSE(cached_causal_mask({}, 0, 4).defined());
+  EXPECT_FALSE(cached_causal_mask({}, 5, 1).defined());
+  EXPECT_FALSE(cached_causal_mask(at::ones({2, 6}, at::kLong), 5, 1).defined());
+  // Two new tokens after two cached: [1 1 1 0], [1 1 1 1] (bottom-right aligned).
+  const at::Tensor causal = cached_causal_mask({}, 2, 2);
+  EXPECT_TRUE(causal.equal(at::tensor({1, 1, 1, 0, 1, 1, 1, 1}).to(at::kBool).view({1, 1, 2, 4})));
+  // A left-padded row: its first position is never a key.
+  const at::Tensor padded =
+      cached_causal_mask(at::tensor({0, 1, 1, 1}, at::kLong).view({1, 4}), 3, 1);
+  EXPECT_TRUE(padded.equal(at::tensor({0, 1, 1, 1}).to(at::kBool).view({1, 1, 1, 4})));
+  expect_error(
+      [] {
+        cached_causal_mask(at::zeros({1, 3}, at::kLong), 3, 1);
+      },
+      {"3 positions", "holds 3", "1 are new"});
+}
+
+nlohmann::json family_json(const std::string& family) {
+  if (family == "gpt2")
+    return {{"model_type", "gpt2"}, {"vocab_size", 40}, {"n_positions", 32}, {"n_embd", 16},
+            {"n_layer", 2},         {"n_head", 4},      {"bos_token_id", 1}, {"eos_token_id", 2}};
+  return {{"model_type", "llama"},
+          {"vocab_size", 40},
+          {"hidden_size", 16},
+          {"intermediate_size", 24},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"max_position_embeddings", 32},
+          {"tie_word_embeddings", false},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"pad_token_id", 0}};
+}
+
+std::shared_ptr<Model> tiny_decoder(const std::string& family) {
+  torch::manual_seed(3);
+  auto model = AutoModel::from_config(*AutoConfig::from_json(family_json(family), "tiny.json"),
+                                      ModelTask::kCausalLM);
+  model->eval();
+  return model;
+}
+
+class CachedDecoding : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CachedDecoding, OneTokenAtATimeGivesTheLogitsOfOneFullForward) {
+  torch::NoGradGuard no_grad;
+  const auto model = tiny_decoder(GetParam());
+  auto& decoder = dynamic_cast<CausalLanguageModel&>(*model);
+  // Row 1 is left-padded by 3; positions count its tokens only, as generate() makes them.
+  const at::Tensor ids = at::randint(3, 40, {2, 9}, at::kLong);
+  at::Tensor mask = at::ones({2, 9}, at::kLong);
+  mask[1].narrow(0, 0, 3).zero_();
+  const at::Tensor positions = (mask.cumsum(-1) - 1).masked_fill(mask.eq(0), 0);
+  Batch batch;
+  batch.set("input_ids", ids);
+  batch.set("attention_mask", mask);
+  batch.set("position_ids", positions);
+  const at::Tensor full = model->forward(batch).logits;
+
+  KeyValueCache cache(decoder.num_decoder_layers());
+  const int64_t prompt = 5;
+  at::Tensor step = decoder.next_token_logits(ids.narrow(1, 0, prompt), mask.narrow(1, 0, prompt),
+                                              positions.narrow(1, 0, prompt), cache);
+  EXPECT_TRUE(at::allclose(step, full.select(1, prompt - 1), 1e-5, 1e-5));
+  for (int64_t t = prompt; t < 9; ++t) {
+    step = decoder.next_token_logits(ids.narrow(1, t, 1), mask.narrow(1, 0, t + 1),
+                                     positions.narrow(1, t, 1), cache);
+    EXPECT_EQ(cache.length(), t + 1);
+    EXPECT_TRUE(at::allclose(step, full.select(1, t), 1e-5, 1e-5)) << "position " << t;
+  }
+}
+
+TEST_P(CachedDecoding, GenerateWithAndWithoutTheCacheAgree) {
+  const auto model = tiny_decoder(GetParam());
+  auto& decoder = dynamic_cast<CausalLanguageModel&>(*model);
+  at::Tensor ids = at::randint(3, 40, {2, 6}, at::kLong);
+  at::Tensor mask = at::ones({2, 6}, at::kLong);
+  mask[0].narrow(0, 0, 2).zero_();
+  const auto settings = [](bool use_cache, int64_t beams) {
+    return generation::GenerationConfig::from_json(
+        {{"max_new_tokens", 7}, {"use_cache", use_cache}, {"num_beams", beams}}, "call");
+  };
+  const generation::GenerationConfig defaults;
+  for (int64_t beams : {1, 3}) {
+    const auto cached = generation::generate(decoder, ids, mask, settings(true, beams), defaults);
+    const auto uncached =
+        generation::generate(decoder, ids, mask, settings(false, beams), defaults);
+    EXPECT_EQ(cached.sequences.size(1), 13);
+    EXPECT_TRUE(cached.sequences.equal(uncached.sequences)) << beams << " beams";
+    EXPECT_TRUE(cached.sequences.narrow(1, 0, 6).equal(ids));
+  }
+}
+
+TEST_P(CachedDecoding, GenerateRefusesMalformedInputs) {
+  const auto model = tiny_decoder(GetParam());
+  auto& decoder = dynamic_cast<CausalLanguageModel&>(*model);
+  const generation::GenerationConfig none;
+  expect_error([&] { generation::generate(decoder, at::zeros({4}, at::kLong), {}, none, none); },
+               {"input_ids", "[batch, prompt_length]"});
+  expect_error(
+      [&] {
+        generation::generate(decoder, at::zeros({1, 4}, at::kLong), at::ones({1, 3}), none, none);
+      },
+      {"attention_mask", "[batch, 4]"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CachedDecoding, ::testing::Values("gpt2", "llama"));
+
+}  // namespace kv_cache_test
+}  // namespace ctrainer
