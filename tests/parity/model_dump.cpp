@@ -6,7 +6,7 @@
 //                              [--max_shard_size SIZE]) [--lora_config FILE|DIR]
 //                              --inputs in.safetensors --output out.safetensors
 //
-// TASK: causal_lm, masked_lm or sequence_classification. --model loads a folder with AutoModel's
+// TASK: causal_lm, masked_lm, seq2seq_lm or sequence_classification. --model loads a folder with AutoModel's
 // from_pretrained; --config creates a model with new weights (our initialisation after
 // torch::manual_seed(N)) and writes it with save_pretrained to --save, for transformers to load
 // (in shards past --max_shard_size, "20KB" as transformers reads it; default its 50GB).
@@ -35,7 +35,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ctrainer_parity_model_dump --task causal_lm|masked_lm|sequence_classification (--model "
+    "usage: ctrainer_parity_model_dump --task causal_lm|masked_lm|seq2seq_lm|sequence_classification (--model "
     "DIR | "
     "--config FILE --seed N --save DIR [--max_shard_size SIZE]) [--lora_config FILE|DIR] "
     "--inputs FILE.safetensors --output FILE.safetensors\n";
@@ -68,8 +68,9 @@ ctrainer::ModelTask task_of(const std::string& name) {
   if (name == "causal_lm") return ctrainer::ModelTask::kCausalLM;
   if (name == "sequence_classification") return ctrainer::ModelTask::kSequenceClassification;
   if (name == "masked_lm") return ctrainer::ModelTask::kMaskedLM;
+  if (name == "seq2seq_lm") return ctrainer::ModelTask::kSeq2SeqLM;
   throw ctrainer::ArgumentError("--task " + name +
-                                ": use causal_lm, masked_lm or sequence_classification");
+                                ": use causal_lm, masked_lm, seq2seq_lm or sequence_classification");
 }
 
 int run(const Args& args) {

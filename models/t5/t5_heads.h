@@ -1,0 +1,75 @@
+#pragma once
+/// \file T5ForConditionalGeneration, as transformers names it: the shared token embedding, the
+/// encoder and decoder stacks (t5_model.h) and the language-modelling head. Parameter names are
+/// HF's state-dict keys (shared.weight, encoder.block..., decoder.block..., lm_head.weight when
+/// the head is not shared.weight).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/nn/modules/embedding.h>
+
+#include <ctrainer/models/adaptable_linear.h>
+#include <ctrainer/models/model.h>
+#include <ctrainer/models/pretrained_weights.h>
+#include <ctrainer/models/t5/t5_config.h>
+#include <ctrainer/models/t5/t5_model.h>
+
+namespace ctrainer {
+
+class T5ForConditionalGeneration : public Model {
+ public:
+  /// A model of `config`; the head is shared.weight unless config.tie_word_embeddings is false.
+  /// `initialise_weights`: HF's initialisation from the global generator; false leaves
+  /// libtorch's defaults, for loading a checkpoint.
+  explicit T5ForConditionalGeneration(const T5Config& config, bool initialise_weights = true);
+
+  /// A new model as transformers 5 makes one from a config: the head always tied.
+  static std::shared_ptr<T5ForConditionalGeneration> from_config(const T5Config& config);
+  /// The weights of `path` (a folder or .safetensors file). As transformers 5: the head is its
+  /// own parameter only when the checkpoint holds an lm_head.weight that differs from
+  /// shared.weight (T5 v1.1 and FLAN-T5 checkpoints); otherwise it is shared.weight. The copies
+  /// of shared.weight that older checkpoints hold (encoder/decoder.embed_tokens.weight) are
+  /// ignored.
+  static std::shared_ptr<T5ForConditionalGeneration> from_pretrained(
+      const T5Config& config, const std::string& path, bool ignore_mismatched_sizes = false);
+
+  /// Batch: "input_ids" [B, S]; optional "attention_mask" [B, S], "decoder_input_ids" [B, T]
+  /// (else made from "labels" as T5's _shift_right: decoder_start_token_id first, -100 as
+  /// pad_token_id), "decoder_attention_mask" [B, T], "labels" [B, T] (-100 = ignored). Logits
+  /// [B, T, vocab_size] (the decoder output scaled by d_model^-0.5 first when
+  /// scale_decoder_outputs); loss: the mean cross-entropy over labels that are not -100.
+  /// tensors["encoder_last_hidden_state"]: the encoder's output.
+  ModelOutput forward(const Batch& batch) override;
+
+  std::optional<nlohmann::json> config() const override;
+  const T5Config& t5_config() const { return config_; }
+  std::vector<std::string> no_split_modules() const override { return {"T5Block"}; }
+  bool supports_gradient_checkpointing() const override { return true; }
+  void gradient_checkpointing_enable(bool enable = true) override {
+    encoder->set_gradient_checkpointing(enable);
+    decoder->set_gradient_checkpointing(enable);
+  }
+  void set_neftune_noise_alpha(std::optional<double> alpha) override {
+    encoder->neftune_noise_alpha = alpha;
+    decoder->neftune_noise_alpha = alpha;
+  }
+  double floating_point_ops(const Batch& batch) const override;
+
+  /// The checkpoint-matching rules, for load_pretrained_weights().
+  static WeightLoadOptions weight_load_options(bool tied_head);
+
+  torch::nn::Embedding shared{nullptr};
+  T5Stack encoder{nullptr}, decoder{nullptr};
+  /// The untied head; null when the head is shared.weight.
+  AdaptableLinear lm_head{nullptr};
+
+ private:
+  /// The logits of the decoder's output `hidden` [B, T, d_model].
+  at::Tensor lm_logits(const at::Tensor& hidden);
+
+  T5Config config_;
+};
+
+}  // namespace ctrainer
