@@ -35,4 +35,9 @@ class KeyValueCache {
   std::vector<std::pair<at::Tensor, at::Tensor>> layers_;
 };
 
+/// The keys and values an encoder-decoder's cross-attention computed from the encoder's output,
+/// one (keys, values) pair per decoder layer, made at the first generation step and reused at
+/// every later one (the encoder's output does not change).
+using CrossAttentionCache = std::vector<std::pair<at::Tensor, at::Tensor>>;
+
 }  // namespace ctrainer

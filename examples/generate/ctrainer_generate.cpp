@@ -17,13 +17,14 @@
 #include <ctrainer/models/causal_lm.h>
 #include <ctrainer/models/generation/generate.h>
 #include <ctrainer/models/registry/model_registry.h>
+#include <ctrainer/models/seq2seq_lm.h>
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
 
 namespace {
 
-using nlohmann::json;
 using ctrainer::ArgumentError;
 using ctrainer::generation::GenerationConfig;
+using nlohmann::json;
 
 constexpr const char* kUsage =
     "usage: ctrainer-generate --model_name_or_path DIR [--tokenizer_name DIR]\n"
@@ -31,15 +32,17 @@ constexpr const char* kUsage =
     "                         [--device cpu|cuda] [--output_format jsonl|text]\n"
     "                         [--<generation setting> VALUE]...\n"
     "\n"
-    "Loads DIR as AutoModelForCausalLM and its tokenizer (or --tokenizer_name's) as AutoTokenizer,\n"
-    "encodes each --prompt (or, without one, each line of stdin) with the tokenizer's special\n"
-    "tokens, left-pads the batch, and generates as transformers' generate() does. Settings: the\n"
+    "Loads DIR as AutoModelForCausalLM (AutoModelForSeq2SeqLM when its config.json says\n"
+    "is_encoder_decoder: T5) and its tokenizer (or --tokenizer_name's) as AutoTokenizer, encodes\n"
+    "each --prompt (or, without one, each line of stdin) with the tokenizer's special tokens,\n"
+    "left-pads the batch, and generates as transformers' generate() does. Settings: the\n"
     "model's generation_config.json (else config.json's token ids), under --generation_config\n"
     "FILE, under the command line's: any generation_config.json key as a flag, its value JSON\n"
     "or a word (--max_new_tokens 40 --do_sample true --top_p 0.9 --num_beams 4\n"
     "--early_stopping never --eos_token_id [2,3]). --seed N seeds the draws as torch.manual_seed.\n"
     "Prints one line per returned sequence (num_return_sequences per prompt, prompts in order):\n"
-    "jsonl {\"prompt\", \"generated_text\" (prompt + continuation), \"continuation\",\n"
+    "jsonl {\"prompt\", \"generated_text\" (prompt + continuation; an encoder-decoder's: the\n"
+    "continuation alone), \"continuation\",\n"
     "\"generated_token_ids\"}; text: generated_text with newlines as spaces.\n";
 
 struct Args {
@@ -124,11 +127,19 @@ std::vector<std::string> read_prompts(const Args& args) {
 int run(const Args& args) {
   const GenerationConfig call = call_settings(args);
   const GenerationConfig model_defaults = GenerationConfig::for_model_folder(args.model);
-  const auto tokenizer =
-      ctrainer::AutoTokenizer::from_pretrained(args.tokenizer.empty() ? args.model : args.tokenizer);
-  const auto model = ctrainer::AutoModel::from_pretrained(args.model, ctrainer::ModelTask::kCausalLM);
+  const auto tokenizer = ctrainer::AutoTokenizer::from_pretrained(
+      args.tokenizer.empty() ? args.model : args.tokenizer);
+  // An encoder-decoder (config.json's is_encoder_decoder: T5, ...) continues nothing: it writes
+  // a new text for each prompt, which is its encoder's input.
+  const bool encoder_decoder = ctrainer::AutoConfig::from_pretrained(args.model)
+                                   ->to_json()
+                                   .value("is_encoder_decoder", false);
+  const auto model = ctrainer::AutoModel::from_pretrained(
+      args.model,
+      encoder_decoder ? ctrainer::ModelTask::kSeq2SeqLM : ctrainer::ModelTask::kCausalLM);
   auto* decoder = dynamic_cast<ctrainer::CausalLanguageModel*>(model.get());
-  if (!decoder) throw ArgumentError(args.model + ": this model class cannot generate");
+  auto* seq2seq = dynamic_cast<ctrainer::Seq2SeqLanguageModel*>(model.get());
+  if (!decoder && !seq2seq) throw ArgumentError(args.model + ": this model class cannot generate");
   if (args.device == "cuda" && !at::hasCUDA())
     throw ArgumentError("--device cuda: this machine has no CUDA device");
   const at::Device device(args.device == "cuda" ? at::kCUDA : at::kCPU);
@@ -141,7 +152,8 @@ int run(const Args& args) {
   size_t width = 0;
   for (const std::string& prompt : prompts) {
     encoded.push_back(tokenizer->encode(prompt).input_ids);
-    if (encoded.back().empty()) throw ArgumentError("a prompt encodes to no token: '" + prompt + "'");
+    if (encoded.back().empty())
+      throw ArgumentError("a prompt encodes to no token: '" + prompt + "'");
     width = std::max(width, encoded.back().size());
   }
   std::optional<int64_t> pad;
@@ -161,26 +173,30 @@ int run(const Args& args) {
     mask[r].narrow(0, static_cast<int64_t>(width) - n, n).fill_(1);
   }
   if (args.seed) at::manual_seed(*args.seed);  // every default generator, as torch.manual_seed
-  const auto out = ctrainer::generation::generate(*decoder, ids.to(device), mask.to(device), call,
-                                                  model_defaults);
+  const auto out = decoder ? ctrainer::generation::generate(*decoder, ids.to(device),
+                                                            mask.to(device), call, model_defaults)
+                           : ctrainer::generation::generate(*seq2seq, ids.to(device),
+                                                            mask.to(device), call, model_defaults);
   const at::Tensor sequences = out.sequences.cpu();
+  // The sequences start with the prompt (decoder-only) or the decoder's start token.
+  const int64_t skipped = decoder ? static_cast<int64_t>(width) : 1;
   const int64_t per_prompt = sequences.size(0) / rows;
   for (int64_t s = 0; s < sequences.size(0); ++s) {
-    const at::Tensor generated = sequences[s].narrow(0, static_cast<int64_t>(width),
-                                                     sequences.size(1) - static_cast<int64_t>(width));
+    const at::Tensor generated = sequences[s].narrow(0, skipped, sequences.size(1) - skipped);
     const std::vector<int64_t> tokens(generated.data_ptr<int64_t>(),
                                       generated.data_ptr<int64_t>() + generated.numel());
     const std::string& prompt = prompts[static_cast<size_t>(s / per_prompt)];
     const std::string continuation = tokenizer->decode(tokens, /*skip_special_tokens=*/true);
+    const std::string generated_text = decoder ? prompt + continuation : continuation;
     if (args.output_format == "jsonl") {
       std::printf("%s\n", json({{"prompt", prompt},
-                                {"generated_text", prompt + continuation},
+                                {"generated_text", generated_text},
                                 {"continuation", continuation},
                                 {"generated_token_ids", tokens}})
                               .dump(-1, ' ', false, json::error_handler_t::replace)
                               .c_str());
     } else {
-      std::string line = prompt + continuation;
+      std::string line = generated_text;
       for (char& c : line)
         if (c == '\n' || c == '\r') c = ' ';
       std::printf("%s\n", line.c_str());

@@ -10,6 +10,7 @@
 
 #include <ctrainer/models/causal_lm.h>
 #include <ctrainer/models/generation/generation_config.h>
+#include <ctrainer/models/seq2seq_lm.h>
 
 namespace ctrainer::generation {
 
@@ -42,6 +43,18 @@ struct GenerateOutput {
 /// greedy search or above num_beams, a prompt not shorter than max_length) and for inputs of the
 /// wrong shape.
 GenerateOutput generate(CausalLanguageModel& model, const at::Tensor& input_ids,
+                        const at::Tensor& attention_mask, const GenerationConfig& call,
+                        const GenerationConfig& model_defaults,
+                        std::optional<at::Generator> generator = std::nullopt);
+
+/// generate() for an encoder-decoder (T5, ...), as transformers runs it: the encoder once on
+/// `input_ids` [batch, source_length] with `attention_mask` (undefined: every token attended;
+/// no mask is inferred for the encoder, as in transformers), then the decoder from
+/// decoder_start_token_id (else bos_token_id; neither is an ArgumentError) with the same
+/// strategies, lengths counted on the decoder's tokens (the start token is the prompt: an unset
+/// max_length is 21) and a cache of the self- and cross-attention. The sequences are the
+/// decoder's: the start token, then the generated tokens.
+GenerateOutput generate(Seq2SeqLanguageModel& model, const at::Tensor& input_ids,
                         const at::Tensor& attention_mask, const GenerationConfig& call,
                         const GenerationConfig& model_defaults,
                         std::optional<at::Generator> generator = std::nullopt);

@@ -126,6 +126,20 @@ ModelOutput T5ForConditionalGeneration::forward(const Batch& batch) {
   return out;
 }
 
+at::Tensor T5ForConditionalGeneration::encode(const at::Tensor& input_ids,
+                                              const at::Tensor& attention_mask) {
+  return encoder->forward(input_ids, attention_mask);
+}
+
+at::Tensor T5ForConditionalGeneration::decoder_next_token_logits(
+    const at::Tensor& decoder_input_ids, const at::Tensor& encoder_hidden,
+    const at::Tensor& encoder_attention_mask, KeyValueCache& cache, CrossAttentionCache& cross) {
+  const at::Tensor hidden =
+      decoder->forward(decoder_input_ids, /*attention_mask=*/{}, encoder_hidden,
+                       encoder_attention_mask, &cache, &cross);
+  return lm_logits(hidden.narrow(1, hidden.size(1) - 1, 1)).squeeze(1);
+}
+
 std::optional<nlohmann::json> T5ForConditionalGeneration::config() const {
   nlohmann::json json = config_.to_json();
   // transformers 5 writes true whatever the head: the checkpoint says whether it is tied.

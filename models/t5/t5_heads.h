@@ -13,12 +13,13 @@
 #include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/model.h>
 #include <ctrainer/models/pretrained_weights.h>
+#include <ctrainer/models/seq2seq_lm.h>
 #include <ctrainer/models/t5/t5_config.h>
 #include <ctrainer/models/t5/t5_model.h>
 
 namespace ctrainer {
 
-class T5ForConditionalGeneration : public Model {
+class T5ForConditionalGeneration : public Model, public Seq2SeqLanguageModel {
  public:
   /// A model of `config`; the head is shared.weight unless config.tie_word_embeddings is false.
   /// `initialise_weights`: HF's initialisation from the global generator; false leaves
@@ -56,6 +57,14 @@ class T5ForConditionalGeneration : public Model {
     decoder->neftune_noise_alpha = alpha;
   }
   double floating_point_ops(const Batch& batch) const override;
+
+  at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) override;
+  at::Tensor decoder_next_token_logits(const at::Tensor& decoder_input_ids,
+                                       const at::Tensor& encoder_hidden,
+                                       const at::Tensor& encoder_attention_mask,
+                                       KeyValueCache& cache, CrossAttentionCache& cross) override;
+  int64_t num_decoder_layers() const override { return config_.num_decoder_layers; }
+  std::optional<int64_t> max_position_embeddings() const override { return std::nullopt; }
 
   /// The checkpoint-matching rules, for load_pretrained_weights().
   static WeightLoadOptions weight_load_options(bool tied_head);

@@ -120,10 +120,6 @@ class T5BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(T5Block);
 
-/// The keys and values a decoder's cross-attention computed from the encoder's output, per
-/// layer, reused at every generation step.
-using CrossAttentionCache = std::vector<std::pair<at::Tensor, at::Tensor>>;
-
 /// T5Stack: the encoder (bidirectional) or the decoder (causal, with cross-attention). The token
 /// embedding is the model's `shared`, not a parameter of the stack.
 class T5StackImpl : public torch::nn::Module {

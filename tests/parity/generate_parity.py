@@ -1,7 +1,9 @@
 """generate() against transformers 5's, token for token, on tiny random GPT-2 (tied head, 24
-positions, so the default max_length is capped) and Llama (grouped-query attention, untied head)
-models that transformers makes and saves; ctrainer_parity_generate_dump loads each folder through
-AutoModelForCausalLM and generates from the same prompts with the same call settings.
+positions, so the default max_length is capped), Llama (grouped-query attention, untied head) and
+T5 (gated-GELU; the prompts are the encoder's input and the
+decoder starts from decoder_start_token_id) models that transformers makes and saves;
+ctrainer_parity_generate_dump loads each folder through AutoModelForCausalLM or
+AutoModelForSeq2SeqLM and generates from the same prompts with the same call settings.
 
 A batch of three prompts of different lengths, left-padded, through greedy search (default and
 explicit lengths, eos ids that stop rows early, repetition penalty, no-repeat n-grams,
@@ -11,10 +13,10 @@ with torch.multinomial), beam search (num_return_sequences, length_penalty, earl
 true / false / "never", several eos ids, pad_token_id 0) and beam sampling. The sequences must be
 equal; beam search's sequences_scores within 1e-5. Settings transformers refuses are refused.
 
-Then ctrainer-generate on a GPT-2 folder with the bundled KJV tokenizer: two prompts of different
-lengths, beam search and seeded sampling from command-line flags, print the token ids and text
-that transformers' generate() and batch_decode give after AutoTokenizer pads the prompts on the
-left; unknown flags and bad values are refused by name.
+Then ctrainer-generate on a GPT-2 and a T5 folder with the bundled KJV tokenizer: two prompts of
+different lengths, beam search and seeded sampling from command-line flags, print the token ids
+and text that transformers' generate() and batch_decode give after AutoTokenizer pads the prompts
+on the left; unknown flags and bad values are refused by name.
 """
 import json
 import os
@@ -24,8 +26,8 @@ import tempfile
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, \
-    LlamaForCausalLM
+from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, GPT2Config, \
+    GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, T5Config, T5ForConditionalGeneration
 
 import bert_parity
 from parity_support import EXAMPLES_DATA, binary, fail_if, run
@@ -58,6 +60,10 @@ MODELS = {
         vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
         bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD, tie_word_embeddings=False)),
+    "t5": lambda: T5ForConditionalGeneration(T5Config(
+        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=48, num_layers=2,
+        num_heads=4, feed_forward_proj="gated-gelu", pad_token_id=PAD, eos_token_id=EOS,
+        decoder_start_token_id=PAD)),
 }
 
 
@@ -94,12 +100,15 @@ def cases(stop, stop2):
     ]
 
 
-REFUSED = [
-    ("greedy with two sequences", {"num_return_sequences": 2, "max_new_tokens": 4}),
-    ("more sequences than beams", {"num_beams": 2, "num_return_sequences": 3,
-                                   "max_new_tokens": 4}),
-    ("prompt not shorter than max_length", {"max_length": 8}),
-]
+def refused_settings(encoder_decoder):
+    """Settings transformers refuses: (name, call settings)."""
+    return [
+        ("greedy with two sequences", {"num_return_sequences": 2, "max_new_tokens": 4}),
+        ("more sequences than beams", {"num_beams": 2, "num_return_sequences": 3,
+                                       "max_new_tokens": 4}),
+        # An encoder-decoder's prompt is the decoder's start token.
+        ("prompt not shorter than max_length", {"max_length": 1 if encoder_decoder else 8}),
+    ]
 
 
 def prompts():
@@ -126,46 +135,64 @@ def their_generate(model, ids, mask, settings, seed):
 def stop_tokens(model, ids, mask):
     """Two tokens greedy search generates, neither a special token: the most frequent ones."""
     sequences = model.generate(ids, attention_mask=mask, max_new_tokens=10)
-    generated = sequences[:, ids.shape[1]:].flatten().tolist()
+    prompt = 1 if model.config.is_encoder_decoder else ids.shape[1]
+    generated = sequences[:, prompt:].flatten().tolist()
     ranked = sorted(set(generated) - {PAD, BOS, EOS}, key=lambda t: (-generated.count(t), t))
     return ranked[0], ranked[1]
 
 
-def check_command(tmp, differences):
-    """ctrainer-generate against AutoTokenizer + generate() + batch_decode on a KJV GPT-2."""
-    from transformers import AutoTokenizer
-    folder = os.path.join(tmp, "gpt2_kjv")
+def kjv_models():
+    """(name, model) pairs ctrainer-generate runs with the bundled KJV tokenizer."""
     torch.manual_seed(21)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=8192, n_positions=64, n_embd=32, n_layer=2,
-                                       n_head=4, bos_token_id=0, eos_token_id=0))
-    bert_parity.perturb_parameters(model, 0.05, seed=22)
-    model.save_pretrained(folder)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(KJV_TOKENIZER, name), folder)
-    theirs = AutoModelForCausalLM.from_pretrained(folder).eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.pad_token, tokenizer.padding_side = tokenizer.eos_token, "left"
-    batch = tokenizer(KJV_PROMPTS, padding=True, return_tensors="pt")
-    width = batch["input_ids"].shape[1]
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=8192, n_positions=64, n_embd=32, n_layer=2,
+                                      n_head=4, bos_token_id=0, eos_token_id=0))
+    bert_parity.perturb_parameters(gpt2, 0.05, seed=22)
+    t5 = T5ForConditionalGeneration(T5Config(
+        vocab_size=8192, d_model=32, d_kv=8, d_ff=48, num_layers=2, num_heads=4,
+        feed_forward_proj="gated-gelu", pad_token_id=0, eos_token_id=0, decoder_start_token_id=0))
+    bert_parity.perturb_parameters(t5, 0.5, seed=23)
+    return [("gpt2_kjv", gpt2), ("t5_kjv", t5)]
+
+
+def check_command(tmp, differences):
+    """ctrainer-generate against AutoTokenizer + generate() + batch_decode, on a GPT-2 (the
+    prompt continued) and a T5 (a new text from the prompt) with the KJV tokenizer."""
+    from transformers import AutoTokenizer
     checked = 0
-    for flags, settings, seed in COMMANDS:
-        prompts = [a for p in KJV_PROMPTS for a in ("--prompt", p)]
-        ours = run([GENERATE, "--model_name_or_path", folder, *prompts, *flags]).stdout
-        ours = [json.loads(line) for line in ours.splitlines()]
-        if seed is not None:
-            torch.manual_seed(seed)
-        generated = theirs.generate(**batch, **settings)[:, width:]
-        texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
-        per_prompt = len(texts) // len(KJV_PROMPTS)
-        expected = [{"prompt": KJV_PROMPTS[i // per_prompt],
-                     "generated_text": KJV_PROMPTS[i // per_prompt] + texts[i],
-                     "continuation": texts[i], "generated_token_ids": generated[i].tolist()}
-                    for i in range(len(texts))]
-        if ours != expected:
-            differences.append(f"ctrainer-generate {' '.join(flags)}:\n ours {ours}\n "
-                               f"theirs {expected}")
-        checked += 1
+    for name, model in kjv_models():
+        folder = os.path.join(tmp, name)
+        model.save_pretrained(folder)
+        for file in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(KJV_TOKENIZER, file), folder)
+        encoder_decoder = model.config.is_encoder_decoder
+        auto = AutoModelForSeq2SeqLM if encoder_decoder else AutoModelForCausalLM
+        theirs = auto.from_pretrained(folder).eval()
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer.pad_token, tokenizer.padding_side = tokenizer.eos_token, "left"
+        batch = tokenizer(KJV_PROMPTS, padding=True, return_tensors="pt")
+        skipped = 1 if encoder_decoder else batch["input_ids"].shape[1]
+        for flags, settings, seed in COMMANDS:
+            prompts = [a for p in KJV_PROMPTS for a in ("--prompt", p)]
+            ours = run([GENERATE, "--model_name_or_path", folder, *prompts, *flags]).stdout
+            ours = [json.loads(line) for line in ours.splitlines()]
+            if seed is not None:
+                torch.manual_seed(seed)
+            generated = theirs.generate(**batch, **settings)[:, skipped:]
+            texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
+            per_prompt = len(texts) // len(KJV_PROMPTS)
+            expected = [{"prompt": KJV_PROMPTS[i // per_prompt],
+                         "generated_text": texts[i] if encoder_decoder else
+                         KJV_PROMPTS[i // per_prompt] + texts[i],
+                         "continuation": texts[i], "generated_token_ids": generated[i].tolist()}
+                        for i in range(len(texts))]
+            if not all(len(e["generated_token_ids"]) > 2 for e in expected):
+                differences.append(f"{name} {' '.join(flags)}: too short to compare {expected}")
+            if ours != expected:
+                differences.append(f"ctrainer-generate on {name} {' '.join(flags)}:\n ours "
+                                   f"{ours}\n theirs {expected}")
+            checked += 1
     for flags, message in BAD_COMMANDS:
+        folder = os.path.join(tmp, "gpt2_kjv")
         result = subprocess.run([GENERATE, "--model_name_or_path", folder, "--prompt", "In",
                                  *flags], capture_output=True, text=True)
         if result.returncode != 2 or message not in result.stderr:
@@ -183,15 +210,18 @@ def main():
         for name, make in MODELS.items():
             torch.manual_seed(5)
             model = make()
-            bert_parity.perturb_parameters(model, 0.05, seed=9)
+            # A random T5 repeats one token; larger noise gives it varied continuations.
+            bert_parity.perturb_parameters(model, 0.5 if name == "t5" else 0.05, seed=9)
             folder = os.path.join(tmp, name)
             model.save_pretrained(folder)
-            theirs = AutoModelForCausalLM.from_pretrained(folder).eval()
+            encoder_decoder = model.config.is_encoder_decoder
+            auto = AutoModelForSeq2SeqLM if encoder_decoder else AutoModelForCausalLM
+            theirs = auto.from_pretrained(folder).eval()
             save_file({"input_ids": ids, "attention_mask": mask}, os.path.join(tmp, "masked.st"))
             save_file({"input_ids": ids}, os.path.join(tmp, "unmasked.st"))
             stop, stop2 = stop_tokens(theirs, ids, mask)
             all_cases = [(c, False) for c in cases(stop, stop2)] + \
-                        [((n, s, True, None), True) for n, s in REFUSED]
+                        [((n, s, True, None), True) for n, s in refused_settings(encoder_decoder)]
             for i, ((case, settings, with_mask, seed), refused) in enumerate(all_cases):
                 config = os.path.join(tmp, f"{name}_{i}.json")
                 with open(config, "w", encoding="utf-8") as f:
@@ -246,8 +276,8 @@ def main():
             checked += 1
         checked += check_command(tmp, differences)
     fail_if(differences, "generate() vs transformers")
-    expected_count = len(MODELS) * (len(cases(0, 0)) + len(REFUSED)) + len(COMMANDS) + \
-        len(BAD_COMMANDS)
+    expected_count = len(MODELS) * (len(cases(0, 0)) + len(refused_settings(False))) + \
+        2 * len(COMMANDS) + len(BAD_COMMANDS)
     if checked != expected_count:
         raise SystemExit(f"parity: checked {checked} cases of {expected_count}")
     print(f"generate: {checked} cases equal to transformers' generate()")

@@ -1,6 +1,7 @@
 // The key/value cache of GPT-2 and Llama: a cache's bookkeeping, the masks of cached steps, and
 // that decoding one token at a time through the cache gives the logits of one full forward
-// (left padding, grouped-query attention); generate() with and without the cache agrees.
+// (left padding, grouped-query attention; T5's self- and cross-attention); generate() with and
+// without the cache agrees.
 // Token ids against transformers' generate(): tests/parity/generate_parity.py.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <ctrainer/models/generation/generate.h>
 #include <ctrainer/models/kv_cache.h>
 #include <ctrainer/models/registry/model_registry.h>
+#include <ctrainer/models/seq2seq_lm.h>
 
 #include "support/expect_error.h"
 
@@ -156,6 +158,80 @@ TEST_P(CachedDecoding, GenerateRefusesMalformedInputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CachedDecoding, ::testing::Values("gpt2", "llama"));
+
+std::shared_ptr<Model> tiny_t5() {
+  torch::manual_seed(6);
+  auto model = AutoModel::from_config(*AutoConfig::from_json({{"model_type", "t5"},
+                                                              {"vocab_size", 40},
+                                                              {"d_model", 16},
+                                                              {"d_kv", 4},
+                                                              {"d_ff", 24},
+                                                              {"num_layers", 2},
+                                                              {"num_heads", 4},
+                                                              {"feed_forward_proj", "gated-gelu"},
+                                                              {"decoder_start_token_id", 0},
+                                                              {"eos_token_id", 1}},
+                                                             "t5.json"),
+                                      ModelTask::kSeq2SeqLM);
+  model->eval();
+  return model;
+}
+
+TEST(CachedSeq2SeqDecoding, OneTokenAtATimeGivesTheLogitsOfOneFullForward) {
+  torch::NoGradGuard no_grad;
+  const auto model = tiny_t5();
+  auto& seq2seq = dynamic_cast<Seq2SeqLanguageModel&>(*model);
+  const at::Tensor source = at::randint(2, 40, {2, 7}, at::kLong);
+  at::Tensor source_mask = at::ones({2, 7}, at::kLong);
+  source_mask[0].narrow(0, 4, 3).zero_();
+  const at::Tensor decoder_ids = at::randint(2, 40, {2, 6}, at::kLong);
+  Batch batch;
+  batch.set("input_ids", source);
+  batch.set("attention_mask", source_mask);
+  batch.set("decoder_input_ids", decoder_ids);
+  const at::Tensor full = model->forward(batch).logits;
+
+  const at::Tensor encoded = seq2seq.encode(source, source_mask);
+  KeyValueCache cache(seq2seq.num_decoder_layers());
+  CrossAttentionCache cross;
+  for (int64_t t = 0; t < 6; ++t) {
+    const at::Tensor step = seq2seq.decoder_next_token_logits(decoder_ids.narrow(1, t, 1), encoded,
+                                                              source_mask, cache, cross);
+    EXPECT_TRUE(at::allclose(step, full.select(1, t), 1e-5, 1e-5)) << "position " << t;
+  }
+  EXPECT_EQ(cache.length(), 6);
+  EXPECT_EQ(cross.size(), 2u);
+}
+
+TEST(CachedSeq2SeqDecoding, GenerateWithAndWithoutTheCacheAgree) {
+  const auto model = tiny_t5();
+  auto& seq2seq = dynamic_cast<Seq2SeqLanguageModel&>(*model);
+  const at::Tensor source = at::randint(2, 40, {2, 5}, at::kLong);
+  for (int64_t beams : {1, 3}) {
+    const auto settings = [beams](bool use_cache) {
+      return generation::GenerationConfig::from_json(
+          {{"max_new_tokens", 6}, {"use_cache", use_cache}, {"num_beams", beams}}, "call");
+    };
+    // The model's settings, as a folder without generation_config.json gives them.
+    const auto defaults = generation::GenerationConfig::from_model_config(*model->config(), "t5");
+    const auto cached = generation::generate(seq2seq, source, {}, settings(true), defaults);
+    const auto uncached = generation::generate(seq2seq, source, {}, settings(false), defaults);
+    EXPECT_TRUE(cached.sequences.equal(uncached.sequences)) << beams << " beams";
+    EXPECT_TRUE(cached.sequences.select(1, 0).eq(0).all().item<bool>());  // decoder start
+  }
+  // Without decoder_start_token_id or bos_token_id there is nothing to start from.
+  nlohmann::json no_start = {{"model_type", "t5"}, {"vocab_size", 40}, {"d_model", 8},  {"d_kv", 2},
+                             {"d_ff", 8},          {"num_layers", 1},  {"num_heads", 2}};
+  auto unstartable =
+      AutoModel::from_config(*AutoConfig::from_json(no_start, "t5.json"), ModelTask::kSeq2SeqLM);
+  const generation::GenerationConfig none;
+  expect_error(
+      [&] {
+        generation::generate(dynamic_cast<Seq2SeqLanguageModel&>(*unstartable), source, {}, none,
+                             none);
+      },
+      {"decoder_start_token_id or bos_token_id"});
+}
 
 }  // namespace kv_cache_test
 }  // namespace ctrainer
