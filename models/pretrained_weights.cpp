@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -162,6 +163,24 @@ std::vector<std::string> weight_load_warnings(const WeightLoadReport& report,
                   "it for predictions and inference.");
   }
   return out;
+}
+
+bool checkpoint_names_key(const std::string& path, const std::string& key) {
+  try {
+    fs::path file = path;
+    if (fs::is_directory(file)) {
+      file = fs::path(path) / kWeightsFile;
+      if (!fs::exists(file)) file = fs::path(path) / kSafetensorsIndexFile;
+    }
+    if (file.filename() == kSafetensorsIndexFile) {
+      std::ifstream in(file);
+      return nlohmann::json::parse(in).at("weight_map").contains(key);
+    }
+    for (const auto& info : read_safetensors_header(file.string()).tensors)
+      if (info.name == key) return true;
+  } catch (const std::exception&) {
+  }
+  return false;
 }
 
 WeightLoadReport load_pretrained_weights(torch::nn::Module& module, const std::string& path,

@@ -107,6 +107,12 @@ std::shared_ptr<Head> load_pretrained_head(const Config& config, const std::stri
   return std::static_pointer_cast<Head>(loaded.model);
 }
 
+/// Whether the checkpoint at `path` (a folder, a .safetensors file or a sharded checkpoint's
+/// index) names `key`, read from the safetensors header or the index's weight_map alone (no
+/// tensor is read); false when it cannot tell (loading then reports what is wrong). Models whose
+/// head transformers 5 ties only when the checkpoint holds no different lm_head.weight use it.
+bool checkpoint_names_key(const std::string& path, const std::string& key);
+
 /// HF save_pretrained: creates `dir` and writes model.safetensors (the state dict, metadata
 /// format "pt"), or, past `max_shard_bytes`, shards and model.safetensors.index.json as
 /// transformers splits them (save_safetensors_shards), and, when the model has one, config.json

@@ -100,6 +100,18 @@ at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_he
   return (lm_head ? lm_head->forward(last) : at::linear(last, tied_embedding)).squeeze(1);
 }
 
+ModelOutput seq2seq_lm_output(const at::Tensor& logits, const at::Tensor& encoder_hidden,
+                              const Batch& batch) {
+  ModelOutput out;
+  out.logits = logits;
+  out.tensors["encoder_last_hidden_state"] = encoder_hidden;
+  if (batch.contains("labels"))
+    out.loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                      batch.at("labels").to(at::kLong).reshape({-1}),
+                                      /*weight=*/{}, at::Reduction::Mean, /*ignore_index=*/-100);
+  return out;
+}
+
 ModelOutput decoder_classification_output(const at::Tensor& hidden, AdaptableLinear& score,
                                           const Batch& batch, std::optional<int64_t> pad_token_id,
                                           std::optional<std::string>& problem_type,

@@ -53,6 +53,13 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
 at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_head,
                                 const at::Tensor& tied_embedding);
 
+/// An encoder-decoder LM's output (T5, BART): `logits` [B, T, V], the encoder's output as
+/// tensors["encoder_last_hidden_state"], and with the batch's "labels" [B, T] the mean
+/// cross-entropy over those that are not -100 (transformers' CrossEntropyLoss, unshifted: the
+/// decoder inputs are the shifted labels).
+ModelOutput seq2seq_lm_output(const at::Tensor& logits, const at::Tensor& encoder_hidden,
+                              const Batch& batch);
+
 /// A decoder classifier's output: `score` of last_non_pad_hidden(), and
 /// sequence_classification_loss() when the batch carries "labels".
 ModelOutput decoder_classification_output(const at::Tensor& hidden, AdaptableLinear& score,

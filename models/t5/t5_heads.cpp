@@ -1,41 +1,12 @@
 #include <ctrainer/models/t5/t5_heads.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include <ctrainer/core/errors.h>
-#include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/generation/shift_tokens.h>
+#include <ctrainer/models/task_heads.h>
 
 namespace ctrainer {
-namespace {
-
-namespace fs = std::filesystem;
-
-/// Whether the checkpoint at `path` (a folder, a .safetensors file or an index) names `key`,
-/// from the safetensors header or the index's weight_map; false when it cannot tell (the
-/// loader then reports what is wrong with it).
-bool checkpoint_names(const std::string& path, const std::string& key) {
-  try {
-    fs::path file = path;
-    if (fs::is_directory(file)) {
-      file = fs::path(path) / "model.safetensors";
-      if (!fs::exists(file)) file = fs::path(path) / "model.safetensors.index.json";
-    }
-    if (file.extension() == ".json") {
-      std::ifstream in(file);
-      const auto index = nlohmann::json::parse(in);
-      return index.at("weight_map").contains(key);
-    }
-    for (const auto& info : read_safetensors_header(file.string()).tensors)
-      if (info.name == key) return true;
-  } catch (const std::exception&) {
-  }
-  return false;
-}
-
-}  // namespace
 
 T5ForConditionalGeneration::T5ForConditionalGeneration(const T5Config& config,
                                                        bool initialise_weights)
@@ -72,7 +43,7 @@ WeightLoadOptions T5ForConditionalGeneration::weight_load_options(bool tied_head
 std::shared_ptr<T5ForConditionalGeneration> T5ForConditionalGeneration::from_pretrained(
     const T5Config& config, const std::string& path, bool ignore_mismatched_sizes) {
   T5Config resolved = config;
-  resolved.tie_word_embeddings = !checkpoint_names(path, "lm_head.weight");
+  resolved.tie_word_embeddings = !checkpoint_names_key(path, "lm_head.weight");
   WeightLoadOptions load = weight_load_options(resolved.tie_word_embeddings);
   load.ignore_mismatched_sizes = ignore_mismatched_sizes;
   auto model = load_pretrained_head<T5ForConditionalGeneration>(
@@ -114,16 +85,7 @@ ModelOutput T5ForConditionalGeneration::forward(const Batch& batch) {
   const at::Tensor decoder_hidden =
       decoder->forward(decoder_input_ids, batch.get_or_undefined("decoder_attention_mask"),
                        encoder_hidden, attention_mask);
-  ModelOutput out;
-  out.logits = lm_logits(decoder_hidden);
-  out.tensors["encoder_last_hidden_state"] = encoder_hidden;
-  if (batch.contains("labels")) {
-    const at::Tensor labels = batch.at("labels").to(at::kLong);
-    out.loss = at::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}),
-                                      labels.reshape({-1}), /*weight=*/{}, at::Reduction::Mean,
-                                      /*ignore_index=*/-100);
-  }
-  return out;
+  return seq2seq_lm_output(lm_logits(decoder_hidden), encoder_hidden, batch);
 }
 
 at::Tensor T5ForConditionalGeneration::encode(const at::Tensor& input_ids,

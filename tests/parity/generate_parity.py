@@ -1,7 +1,7 @@
 """generate() against transformers 5's, token for token, on tiny random GPT-2 (tied head, 24
-positions, so the default max_length is capped), Llama (grouped-query attention, untied head) and
-T5 (gated-GELU; the prompts are the encoder's input and the
-decoder starts from decoder_start_token_id) models that transformers makes and saves;
+positions, so the default max_length is capped), Llama (grouped-query attention, untied head),
+T5 (gated-GELU) and BART (pad id 1, forced_eos_token_id) models (for the last two the prompts are
+the encoder's input and the decoder starts from decoder_start_token_id) that transformers makes and saves;
 ctrainer_parity_generate_dump loads each folder through AutoModelForCausalLM or
 AutoModelForSeq2SeqLM and generates from the same prompts with the same call settings.
 
@@ -26,8 +26,9 @@ import tempfile
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, GPT2Config, \
-    GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, T5Config, T5ForConditionalGeneration
+from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, BartConfig, \
+    BartForConditionalGeneration, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, \
+    T5Config, T5ForConditionalGeneration
 
 import bert_parity
 from parity_support import EXAMPLES_DATA, binary, fail_if, run
@@ -64,6 +65,12 @@ MODELS = {
         vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=48, num_layers=2,
         num_heads=4, feed_forward_proj="gated-gelu", pad_token_id=PAD, eos_token_id=EOS,
         decoder_start_token_id=PAD)),
+    # BART's own special ids (pad 1, bos 0) and its config's forced_eos_token_id.
+    "bart": lambda: BartForConditionalGeneration(BartConfig(
+        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=48,
+        decoder_ffn_dim=48, max_position_embeddings=32, pad_token_id=1, bos_token_id=0,
+        eos_token_id=EOS, decoder_start_token_id=EOS, forced_eos_token_id=EOS)),
 }
 
 
@@ -211,7 +218,8 @@ def main():
             torch.manual_seed(5)
             model = make()
             # A random T5 repeats one token; larger noise gives it varied continuations.
-            bert_parity.perturb_parameters(model, 0.5 if name == "t5" else 0.05, seed=9)
+            bert_parity.perturb_parameters(model, 0.5 if name in ("t5", "bart") else 0.05,
+                                           seed=9)
             folder = os.path.join(tmp, name)
             model.save_pretrained(folder)
             encoder_decoder = model.config.is_encoder_decoder

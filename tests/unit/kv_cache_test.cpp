@@ -159,27 +159,37 @@ TEST_P(CachedDecoding, GenerateRefusesMalformedInputs) {
 
 INSTANTIATE_TEST_SUITE_P(Families, CachedDecoding, ::testing::Values("gpt2", "llama"));
 
-std::shared_ptr<Model> tiny_t5() {
+nlohmann::json seq2seq_json(const std::string& family) {
+  if (family == "t5")
+    return {{"model_type", "t5"},
+            {"vocab_size", 40},
+            {"d_model", 16},
+            {"d_kv", 4},
+            {"d_ff", 24},
+            {"num_layers", 2},
+            {"num_heads", 4},
+            {"feed_forward_proj", "gated-gelu"},
+            {"decoder_start_token_id", 0},
+            {"eos_token_id", 1}};
+  return {{"model_type", "bart"},          {"vocab_size", 40},       {"d_model", 16},
+          {"encoder_layers", 2},           {"decoder_layers", 2},    {"encoder_attention_heads", 4},
+          {"decoder_attention_heads", 2},  {"encoder_ffn_dim", 24},  {"decoder_ffn_dim", 24},
+          {"max_position_embeddings", 32}, {"scale_embedding", true}};
+}
+
+std::shared_ptr<Model> tiny_seq2seq(const std::string& family) {
   torch::manual_seed(6);
-  auto model = AutoModel::from_config(*AutoConfig::from_json({{"model_type", "t5"},
-                                                              {"vocab_size", 40},
-                                                              {"d_model", 16},
-                                                              {"d_kv", 4},
-                                                              {"d_ff", 24},
-                                                              {"num_layers", 2},
-                                                              {"num_heads", 4},
-                                                              {"feed_forward_proj", "gated-gelu"},
-                                                              {"decoder_start_token_id", 0},
-                                                              {"eos_token_id", 1}},
-                                                             "t5.json"),
+  auto model = AutoModel::from_config(*AutoConfig::from_json(seq2seq_json(family), "tiny.json"),
                                       ModelTask::kSeq2SeqLM);
   model->eval();
   return model;
 }
 
-TEST(CachedSeq2SeqDecoding, OneTokenAtATimeGivesTheLogitsOfOneFullForward) {
+class CachedSeq2SeqDecoding : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CachedSeq2SeqDecoding, OneTokenAtATimeGivesTheLogitsOfOneFullForward) {
   torch::NoGradGuard no_grad;
-  const auto model = tiny_t5();
+  const auto model = tiny_seq2seq(GetParam());
   auto& seq2seq = dynamic_cast<Seq2SeqLanguageModel&>(*model);
   const at::Tensor source = at::randint(2, 40, {2, 7}, at::kLong);
   at::Tensor source_mask = at::ones({2, 7}, at::kLong);
@@ -203,8 +213,10 @@ TEST(CachedSeq2SeqDecoding, OneTokenAtATimeGivesTheLogitsOfOneFullForward) {
   EXPECT_EQ(cross.size(), 2u);
 }
 
-TEST(CachedSeq2SeqDecoding, GenerateWithAndWithoutTheCacheAgree) {
-  const auto model = tiny_t5();
+INSTANTIATE_TEST_SUITE_P(Families, CachedSeq2SeqDecoding, ::testing::Values("t5", "bart"));
+
+TEST_P(CachedSeq2SeqDecoding, GenerateWithAndWithoutTheCacheAgree) {
+  const auto model = tiny_seq2seq(GetParam());
   auto& seq2seq = dynamic_cast<Seq2SeqLanguageModel&>(*model);
   const at::Tensor source = at::randint(2, 40, {2, 5}, at::kLong);
   for (int64_t beams : {1, 3}) {
@@ -213,11 +225,13 @@ TEST(CachedSeq2SeqDecoding, GenerateWithAndWithoutTheCacheAgree) {
           {{"max_new_tokens", 6}, {"use_cache", use_cache}, {"num_beams", beams}}, "call");
     };
     // The model's settings, as a folder without generation_config.json gives them.
-    const auto defaults = generation::GenerationConfig::from_model_config(*model->config(), "t5");
+    const auto defaults =
+        generation::GenerationConfig::from_model_config(*model->config(), "config.json");
     const auto cached = generation::generate(seq2seq, source, {}, settings(true), defaults);
     const auto uncached = generation::generate(seq2seq, source, {}, settings(false), defaults);
     EXPECT_TRUE(cached.sequences.equal(uncached.sequences)) << beams << " beams";
-    EXPECT_TRUE(cached.sequences.select(1, 0).eq(0).all().item<bool>());  // decoder start
+    const int64_t start = GetParam() == "t5" ? 0 : 2;  // each family's decoder_start_token_id
+    EXPECT_TRUE(cached.sequences.select(1, 0).eq(start).all().item<bool>());
   }
   // Without decoder_start_token_id or bos_token_id there is nothing to start from.
   nlohmann::json no_start = {{"model_type", "t5"}, {"vocab_size", 40}, {"d_model", 8},  {"d_kv", 2},
