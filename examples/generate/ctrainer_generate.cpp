@@ -10,10 +10,10 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/Context.h>
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/distributed/cuda_support.h>
 #include <ctrainer/models/causal_lm.h>
 #include <ctrainer/models/generation/generate.h>
 #include <ctrainer/models/registry/model_registry.h>
@@ -140,8 +140,10 @@ int run(const Args& args) {
   auto* decoder = dynamic_cast<ctrainer::CausalLanguageModel*>(model.get());
   auto* seq2seq = dynamic_cast<ctrainer::Seq2SeqLanguageModel*>(model.get());
   if (!decoder && !seq2seq) throw ArgumentError(args.model + ": this model class cannot generate");
-  if (args.device == "cuda" && !at::hasCUDA())
-    throw ArgumentError("--device cuda: this machine has no CUDA device");
+  // libtorch's CUDA half is loaded before main() by the module this call links in.
+  if (args.device == "cuda" && !ctrainer::cuda_support())
+    throw ArgumentError("--device cuda: no usable CUDA device (" + ctrainer::cuda_support_status() +
+                        ")");
   const at::Device device(args.device == "cuda" ? at::kCUDA : at::kCPU);
   model->to(device);
   model->eval();

@@ -79,6 +79,21 @@ const std::set<std::string>& generation_fields() {
   return fields;
 }
 
+/// The keys of transformers 5.24's GenerationConfig that change no token here (outputs,
+/// caching, compilation, assisted decoding without an assistant) or that it writes itself: read
+/// and written back as they are.
+const std::set<std::string>& informational_keys() {
+  static const std::set<std::string> keys = {
+      "_from_model_config", "transformers_version", "output_attentions", "output_hidden_states",
+      "output_scores", "output_logits", "return_dict_in_generate", "cache_implementation",
+      "cache_config", "max_cache_len", "compile_config", "disable_compile",
+      "continuous_batching_config", "prefill_chunk_size", "is_assistant",
+      "num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold",
+      "assistant_early_exit", "assistant_lookbehind", "assistant_ensemble_weight",
+      "target_lookbehind", "max_matching_ngram_size"};
+  return keys;
+}
+
 class Reader {
  public:
   Reader(const json& j, const std::string& source) : j_(j), source_(source) {}
@@ -208,8 +223,15 @@ GenerationConfig GenerationConfig::from_json(const json& j, const std::string& s
   // features at their off values, and keys transformers does not know (it keeps those too).
   // Nulls are dropped, as transformers' use_diff drops values equal to its all-None default.
   const std::set<std::string>& fields = generation_fields();
-  for (const auto& [key, value] : j.items())
+  for (const auto& [key, value] : j.items()) {
+    const bool refused_feature =
+        std::any_of(unimplemented_features().begin(), unimplemented_features().end(),
+                    [&key](const auto& feature) { return feature.first == key; });
+    if (!fields.count(key) && !refused_feature && !informational_keys().count(key))
+      r.fail(key, "is not a setting of transformers' GenerationConfig; remove it (a misspelt "
+                  "key would otherwise be ignored)");
     if (!fields.count(key) && !value.is_null()) c.other[key] = value;
+  }
   return c;
 }
 

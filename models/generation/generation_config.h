@@ -52,13 +52,14 @@ struct GenerationConfig {
   std::optional<TokenIds> eos_token_id;
   std::optional<int64_t> decoder_start_token_id;
   /// The keys transformers writes that change no token (transformers_version, output_scores,
-  /// return_dict_in_generate, ...) and keys it does not know, kept to be written back as read.
+  /// return_dict_in_generate, ...), kept to be written back as read.
   nlohmann::json other = nlohmann::json::object();
 
   /// Reads a generation_config.json object. A field of a transformers feature ctrainer does not
   /// implement (beam groups, contrastive search, typical_p, constraints, watermarking, ...) is
   /// accepted only with the value that turns it off and refused naming the key otherwise; a
-  /// value of the wrong type or range is refused naming `source` and the key.
+  /// value of the wrong type or range, and a key transformers' GenerationConfig does not have,
+  /// are refused naming `source` and the key.
   static GenerationConfig from_json(const nlohmann::json& json, const std::string& source);
   /// The generation fields of a model's config.json (bos/eos/pad/decoder_start token ids and any
   /// legacy generation keys), as transformers' from_model_config makes a model's generation

@@ -47,7 +47,8 @@ COMMANDS = [
      {"max_new_tokens": 10, "do_sample": True, "top_k": 30, "num_return_sequences": 2}, 4),
 ]
 BAD_COMMANDS = [
-    (["--no_such_setting", "3"], "unknown flag --no_such_setting"),
+    (["--no_such_setting", "3"], "\"no_such_setting\" is not a setting"),
+    (["--output_scores", "true"], "unknown flag --output_scores"),
     (["--num_beams", "many"], "num_beams"),
     (["--seed", "-1"], "--seed"),
 ]

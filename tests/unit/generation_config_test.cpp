@@ -119,6 +119,15 @@ TEST(GenerationConfig, SavedFolderReadsBackAndAMissingFileIsNamed) {
   }
 }
 
+TEST(GenerationConfig, AKeyTransformersDoesNotHaveIsRefusedByName) {
+  // A misspelt setting would otherwise change nothing, silently.
+  EXPECT_NE(refusal({{"tempreature", 0.7}}).find("\"tempreature\" is not a setting"),
+            std::string::npos);
+  EXPECT_EQ(refusal({{"output_scores", true}, {"_from_model_config", true},
+                     {"cache_implementation", "dynamic"}}),
+            "");
+}
+
 TEST(GenerationConfig, AModelFolderWithoutTheFileTakesConfigJsonsGenerationKeys) {
   // transformers' from_model_config: the generation keys of config.json, nothing else.
   const json model_config = {{"model_type", "gpt2"}, {"vocab_size", 50},        {"bos_token_id", 1},
