@@ -83,15 +83,36 @@ const std::set<std::string>& generation_fields() {
 /// caching, compilation, assisted decoding without an assistant) or that it writes itself: read
 /// and written back as they are.
 const std::set<std::string>& informational_keys() {
-  static const std::set<std::string> keys = {
-      "_from_model_config", "transformers_version", "output_attentions", "output_hidden_states",
-      "output_scores", "output_logits", "return_dict_in_generate", "cache_implementation",
-      "cache_config", "max_cache_len", "compile_config", "disable_compile",
-      "continuous_batching_config", "prefill_chunk_size", "is_assistant",
-      "num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold",
-      "assistant_early_exit", "assistant_lookbehind", "assistant_ensemble_weight",
-      "target_lookbehind", "max_matching_ngram_size"};
+  static const std::set<std::string> keys = {"_from_model_config",
+                                             "transformers_version",
+                                             "output_attentions",
+                                             "output_hidden_states",
+                                             "output_scores",
+                                             "output_logits",
+                                             "return_dict_in_generate",
+                                             "cache_implementation",
+                                             "cache_config",
+                                             "max_cache_len",
+                                             "compile_config",
+                                             "disable_compile",
+                                             "continuous_batching_config",
+                                             "prefill_chunk_size",
+                                             "is_assistant",
+                                             "num_assistant_tokens",
+                                             "num_assistant_tokens_schedule",
+                                             "assistant_confidence_threshold",
+                                             "assistant_early_exit",
+                                             "assistant_lookbehind",
+                                             "assistant_ensemble_weight",
+                                             "target_lookbehind",
+                                             "max_matching_ngram_size"};
   return keys;
+}
+
+/// Whether `key` names a transformers feature ctrainer refuses unless it is off.
+bool is_unimplemented_feature(const std::string& key) {
+  return std::any_of(unimplemented_features().begin(), unimplemented_features().end(),
+                     [&key](const auto& feature) { return feature.first == key; });
 }
 
 class Reader {
@@ -224,12 +245,11 @@ GenerationConfig GenerationConfig::from_json(const json& j, const std::string& s
   // Nulls are dropped, as transformers' use_diff drops values equal to its all-None default.
   const std::set<std::string>& fields = generation_fields();
   for (const auto& [key, value] : j.items()) {
-    const bool refused_feature =
-        std::any_of(unimplemented_features().begin(), unimplemented_features().end(),
-                    [&key](const auto& feature) { return feature.first == key; });
+    const bool refused_feature = is_unimplemented_feature(key);
     if (!fields.count(key) && !refused_feature && !informational_keys().count(key))
-      r.fail(key, "is not a setting of transformers' GenerationConfig; remove it (a misspelt "
-                  "key would otherwise be ignored)");
+      r.fail(key,
+             "is not a setting of transformers' GenerationConfig; remove it (a misspelt "
+             "key would otherwise be ignored)");
     if (!fields.count(key) && !value.is_null()) c.other[key] = value;
   }
   return c;
@@ -241,9 +261,7 @@ GenerationConfig GenerationConfig::from_model_config(const json& model_config,
   // other keys are the model's, not generation's, and are dropped.
   json generation_keys = json::object();
   for (const auto& [key, value] : model_config.items()) {
-    const bool refused_feature =
-        std::any_of(unimplemented_features().begin(), unimplemented_features().end(),
-                    [&key](const auto& feature) { return feature.first == key; });
+    const bool refused_feature = is_unimplemented_feature(key);
     if (!value.is_null() && (generation_fields().count(key) || refused_feature))
       generation_keys[key] = value;
   }
