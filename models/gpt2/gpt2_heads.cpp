@@ -62,7 +62,19 @@ GPT2LMHeadModel::GPT2LMHeadModel(const GPT2Config& config, bool initialise_weigh
 std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const GPT2Config& config,
                                                                   const std::string& path,
                                                                   bool ignore_mismatched_sizes) {
-  return load_head<GPT2LMHeadModel>(config, path, ignore_mismatched_sizes, "GPT2LMHeadModel");
+  // transformers 5: a tied config whose checkpoint holds a different lm_head.weight keeps that
+  // head as its own parameter; an equal one is the embedding (one parameter).
+  if (!config.tie_word_embeddings || !checkpoint_names_key(path, "lm_head.weight"))
+    return load_head<GPT2LMHeadModel>(config, path, ignore_mismatched_sizes, "GPT2LMHeadModel");
+  GPT2Config untied = config;
+  untied.tie_word_embeddings = false;
+  auto model = load_head<GPT2LMHeadModel>(untied, path, ignore_mismatched_sizes, "GPT2LMHeadModel");
+  if (model->lm_head->weight.equal(model->transformer->wte->weight)) {
+    model->unregister_module("lm_head");
+    model->lm_head = nullptr;
+    model->config_.tie_word_embeddings = true;
+  }
+  return model;
 }
 
 ModelOutput GPT2LMHeadModel::forward(const Batch& batch) {

@@ -54,7 +54,9 @@ class GPT2LMHeadModel : public GPT2PreTrainedModel, public CausalLanguageModel {
   explicit GPT2LMHeadModel(const GPT2Config& config, bool initialise_weights = true);
 
   /// A model of `config` with the weights of `path` (a folder or .safetensors file); what the
-  /// checkpoint lacks is initialised (as transformers 5: nothing is drawn for what it holds).
+  /// checkpoint lacks is initialised (as transformers 5: nothing is drawn for what it holds). As
+  /// transformers 5, a tied config whose checkpoint holds an lm_head.weight that differs from
+  /// the embedding gets that head as its own parameter.
   static std::shared_ptr<GPT2LMHeadModel> from_pretrained(const GPT2Config& config,
                                                           const std::string& path,
                                                           bool ignore_mismatched_sizes = false);

@@ -60,7 +60,20 @@ LlamaForCausalLM::LlamaForCausalLM(const LlamaConfig& config, bool initialise_we
 std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const LlamaConfig& config,
                                                                     const std::string& path,
                                                                     bool ignore_mismatched_sizes) {
-  return load_head<LlamaForCausalLM>(config, path, ignore_mismatched_sizes, "LlamaForCausalLM");
+  // transformers 5: a tied config whose checkpoint holds a different lm_head.weight keeps that
+  // head as its own parameter; an equal one is the embedding (one parameter).
+  if (!config.tie_word_embeddings || !checkpoint_names_key(path, "lm_head.weight"))
+    return load_head<LlamaForCausalLM>(config, path, ignore_mismatched_sizes, "LlamaForCausalLM");
+  LlamaConfig untied = config;
+  untied.tie_word_embeddings = false;
+  auto model =
+      load_head<LlamaForCausalLM>(untied, path, ignore_mismatched_sizes, "LlamaForCausalLM");
+  if (model->lm_head->weight.equal(model->model->embed_tokens->weight)) {
+    model->unregister_module("lm_head");
+    model->lm_head = nullptr;
+    model->config_.tie_word_embeddings = true;
+  }
+  return model;
 }
 
 ModelOutput LlamaForCausalLM::forward(const Batch& batch) {

@@ -50,6 +50,8 @@ class LlamaForCausalLM : public LlamaPreTrainedModel, public CausalLanguageModel
   /// `initialise_weights`: HF's initialisation from the global generator; false leaves libtorch's
   /// defaults, for loading a checkpoint.
   explicit LlamaForCausalLM(const LlamaConfig& config, bool initialise_weights = true);
+  /// The weights of `path`; as transformers 5, a tied config whose checkpoint holds an
+  /// lm_head.weight that differs from the embedding gets that head as its own parameter.
   static std::shared_ptr<LlamaForCausalLM> from_pretrained(const LlamaConfig& config,
                                                            const std::string& path,
                                                            bool ignore_mismatched_sizes = false);

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/gpt2/gpt2_family.h>
 #include <ctrainer/models/gpt2/gpt2_heads.h>
 #include <ctrainer/models/pretrained_weights.h>
@@ -118,6 +119,26 @@ TEST(GPT2LMHead, TiedHeadIsTheEmbeddingAndAnUntiedOneIsAParameterOfItsOwn) {
   EXPECT_TRUE(at::allclose(tied.forward(batch).logits.select(0, 0),
                            hidden.select(0, 0).matmul(tied.transformer->wte->weight.t()), 1e-5,
                            1e-6));
+}
+
+TEST(GPT2LMHead, ACheckpointWithADifferentHeadKeepsItAsTransformers5Does) {
+  torch::manual_seed(0);
+  GPT2LMHeadModel model(tiny_config());
+  const std::string folder = testing::fresh_output_dir("head");
+  save_pretrained(model, folder);
+  const std::string weights = folder + "/model.safetensors";
+  auto tensors = load_safetensors(weights).tensors;
+  // An lm_head.weight equal to the embedding: still one tied parameter.
+  tensors["lm_head.weight"] = tensors.at("transformer.wte.weight").clone();
+  save_safetensors(weights, tensors, {{"format", "pt"}});
+  EXPECT_FALSE(GPT2LMHeadModel::from_pretrained(tiny_config(), folder)->lm_head);
+  // A different one: its own parameter, with the checkpoint's values.
+  tensors["lm_head.weight"] = tensors.at("transformer.wte.weight") * 2;
+  save_safetensors(weights, tensors, {{"format", "pt"}});
+  const auto untied = GPT2LMHeadModel::from_pretrained(tiny_config(), folder);
+  ASSERT_TRUE(untied->lm_head);
+  EXPECT_TRUE(untied->lm_head->weight.equal(tensors.at("lm_head.weight")));
+  std::filesystem::remove_all(folder);
 }
 
 TEST(GPT2LMHead, LogitsOfATokenDoNotSeeLaterTokens) {

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/integrations/safetensors.h>
 #include <ctrainer/models/llama/llama_family.h>
 #include <ctrainer/models/llama/llama_heads.h>
 #include <ctrainer/models/pretrained_weights.h>
@@ -145,6 +146,26 @@ TEST(LlamaCausalLM, SavedFolderLoadsBackThroughTheRegistry) {
   EXPECT_NE(std::dynamic_pointer_cast<LlamaForSequenceClassification>(
                 AutoModel::from_config(*config, ModelTask::kSequenceClassification)),
             nullptr);
+}
+
+TEST(LlamaCausalLM, ATiedConfigWhoseCheckpointHasADifferentHeadKeepsIt) {
+  torch::manual_seed(0);
+  const LlamaConfig tied = tiny_config({{"tie_word_embeddings", true}});
+  LlamaForCausalLM model(tied);
+  EXPECT_FALSE(model.lm_head);
+  const std::string folder = testing::fresh_output_dir("head");
+  save_pretrained(model, folder);
+  const std::string weights = folder + "/model.safetensors";
+  auto tensors = load_safetensors(weights).tensors;
+  tensors["lm_head.weight"] = tensors.at("model.embed_tokens.weight").clone();
+  save_safetensors(weights, tensors, {{"format", "pt"}});
+  EXPECT_FALSE(LlamaForCausalLM::from_pretrained(tied, folder)->lm_head);  // equal: tied
+  tensors["lm_head.weight"] = tensors.at("model.embed_tokens.weight") + 1;
+  save_safetensors(weights, tensors, {{"format", "pt"}});
+  const auto untied = LlamaForCausalLM::from_pretrained(tied, folder);
+  ASSERT_TRUE(untied->lm_head);
+  EXPECT_TRUE(untied->lm_head->weight.equal(tensors.at("lm_head.weight")));
+  std::filesystem::remove_all(folder);
 }
 
 TEST(LlamaCausalLM, GradientCheckpointingGivesTheSameLossAndGradients) {
