@@ -39,9 +39,11 @@ struct GenerateOutput {
 ///   is beam search or, with do_sample, beam sampling. Draws use `generator` (default: the
 ///   global CPU generator), the same draws as torch.multinomial with that generator.
 ///
-/// Throws ArgumentError for settings transformers refuses (num_return_sequences above 1 in
-/// greedy search or above num_beams, a prompt not shorter than max_length) and for inputs of the
-/// wrong shape.
+/// The model runs as it is: put it in eval mode first (transformers' from_pretrained returns
+/// models in eval mode; a freshly built torch module is in training mode, with dropout on).
+/// Gradients are off inside. Throws ArgumentError for settings transformers refuses
+/// (num_return_sequences above 1 in greedy search or above num_beams, a prompt not shorter than
+/// max_length) and for inputs of the wrong shape.
 GenerateOutput generate(CausalLanguageModel& model, const at::Tensor& input_ids,
                         const at::Tensor& attention_mask, const GenerationConfig& call,
                         const GenerationConfig& model_defaults,
