@@ -108,7 +108,8 @@ Args parse_args(int argc, char** argv) {
 /// The command line's generation settings over --generation_config's; a flag that is no
 /// generation setting ctrainer reads is refused by name (GenerationConfig refuses bad values).
 GenerationConfig call_settings(const Args& args) {
-  const GenerationConfig flags = GenerationConfig::from_json(args.settings, "command line");
+  const GenerationConfig flags =
+      GenerationConfig::from_json(args.settings, "the generation flags (--key value)");
   if (!flags.other.empty())
     throw ArgumentError("unknown flag --" + flags.other.begin().key() +
                         ": not a generation setting (see --help)");
