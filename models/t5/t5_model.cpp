@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include <torch/nn/init.h>
 
@@ -169,16 +170,18 @@ T5BlockImpl::T5BlockImpl(const T5Config& c, bool is_decoder, bool has_relative_a
 at::Tensor T5BlockImpl::forward(const at::Tensor& hidden, const at::Tensor& self_bias,
                                 const at::Tensor& encoder_hidden, const at::Tensor& cross_bias,
                                 KeyValueCache* cache, int64_t index,
-                                std::pair<at::Tensor, at::Tensor>* cross_cache) {
+                                std::pair<at::Tensor, at::Tensor>* cross_cache,
+                                const std::function<at::Tensor()>* make_self_bias) {
   auto hooks = hook_point_.enter();
-  at::Tensor out = self_attention->forward(hidden, self_bias, {}, cache, index);
+  last_self_bias = self_bias.defined() || !make_self_bias ? self_bias : (*make_self_bias)();
+  at::Tensor out = self_attention->forward(hidden, last_self_bias, {}, cache, index);
   if (cross_attention && encoder_hidden.defined())
     out = cross_attention->forward(out, cross_bias, encoder_hidden, nullptr, index, cross_cache);
   return hooks.finish(feed_forward->forward(out));
 }
 
 T5StackImpl::T5StackImpl(const T5Config& c, bool is_decoder, torch::nn::Embedding shared)
-    : shared_(std::move(shared)), is_decoder_(is_decoder) {
+    : shared_(std::move(shared)), is_decoder_(is_decoder), num_heads_(c.num_heads) {
   block = register_module("block", torch::nn::ModuleList());
   const int64_t layers = is_decoder ? c.num_decoder_layers : c.num_layers;
   for (int64_t i = 0; i < layers; ++i) {
@@ -215,15 +218,15 @@ at::Tensor T5StackImpl::forward(const at::Tensor& input_ids, const at::Tensor& a
   // recompute differentiates its own graph, not this one.
   T5Attention first_attention = blocks.front()->self_attention->attention;
   const auto dtype = hidden.scalar_type();
-  auto make_self_bias = [first_attention, mask, length, past, device, dtype]() mutable {
+  std::function<at::Tensor()> make_self_bias = [first_attention, mask, length, past, device,
+                                                dtype]() mutable {
     return masked_bias(first_attention->compute_bias(length, past + length, past, device).to(dtype),
                        mask);
   };
-  const at::Tensor self_bias = make_self_bias();
   at::Tensor cross_bias;
   if (is_decoder_ && encoder_hidden.defined()) {
     // No relative positions across the two sequences: zeros, masked by the encoder's padding.
-    const int64_t heads = first_attention->relative_attention_bias->weight.size(1);
+    const int64_t heads = num_heads_;
     at::Tensor encoder_mask;
     if (encoder_attention_mask.defined() && !encoder_attention_mask.all().item<bool>())
       encoder_mask = encoder_attention_mask.to(at::kBool).view(
@@ -234,6 +237,7 @@ at::Tensor T5StackImpl::forward(const at::Tensor& input_ids, const at::Tensor& a
   if (cross_cache && cross_cache->size() != blocks.size()) cross_cache->resize(blocks.size());
 
   hidden = dropout->forward(hidden);
+  at::Tensor self_bias;
   const bool checkpointed = gradient_checkpointing_ && is_training() && at::GradMode::is_enabled();
   // A checkpointed block's only tensor input is its hidden state, so the decoder carries the
   // encoder's output along in it (positions T..T+S-1, passed through unchanged): its gradient
@@ -260,9 +264,11 @@ at::Tensor T5StackImpl::forward(const at::Tensor& input_ids, const at::Tensor& a
           },
           hidden, parameters);
     } else {
+      // Block 0 makes the bias in its forward; the blocks after reuse it.
       auto* cross = cross_cache ? &(*cross_cache)[i] : nullptr;
       hidden = block->forward(hidden, self_bias, encoder_hidden, cross_bias, cache,
-                              static_cast<int64_t>(i), cross);
+                              static_cast<int64_t>(i), cross, i == 0 ? &make_self_bias : nullptr);
+      if (i == 0) self_bias = std::exchange(block->last_self_bias, at::Tensor());
     }
   }
   if (carries_encoder) hidden = hidden.narrow(1, 0, length);

@@ -4,6 +4,7 @@
 /// block, shared by the rest), cross-attention in the decoder, and a ReLU or gated-GELU
 /// feed-forward; no biases and no attention scaling. Parameter names are HF's state-dict keys
 /// (block.0.layer.0.SelfAttention.q.weight, ..., final_layer_norm.weight).
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,10 +107,16 @@ TORCH_MODULE(T5LayerFF);
 class T5BlockImpl : public torch::nn::Module {
  public:
   T5BlockImpl(const T5Config& config, bool is_decoder, bool has_relative_attention_bias);
+  /// `self_bias` undefined: `make_self_bias` makes it here, inside the block's forward (block 0,
+  /// whose parameters hold the relative positions: ZeRO-3 and FSDP have gathered them only
+  /// there), and last_self_bias keeps it for the blocks after.
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& self_bias,
                      const at::Tensor& encoder_hidden = {}, const at::Tensor& cross_bias = {},
                      KeyValueCache* cache = nullptr, int64_t index = 0,
-                     std::pair<at::Tensor, at::Tensor>* cross_cache = nullptr);
+                     std::pair<at::Tensor, at::Tensor>* cross_cache = nullptr,
+                     const std::function<at::Tensor()>* make_self_bias = nullptr);
+
+  at::Tensor last_self_bias;
 
   torch::nn::ModuleList layer{nullptr};
   T5LayerAttention self_attention{nullptr}, cross_attention{nullptr};
@@ -145,6 +152,7 @@ class T5StackImpl : public torch::nn::Module {
  private:
   torch::nn::Embedding shared_;  // the model's, not registered here
   bool is_decoder_;
+  int64_t num_heads_;
   bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(T5Stack);

@@ -53,7 +53,9 @@ class DecoderLayerSharding : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DecoderLayerSharding, TrainsWhatDdpTrains) {
   const std::string family = GetParam();
-  const std::string layer = family == "llama" ? "LlamaDecoderLayer" : "GPT2Block";
+  const std::string layer = family == "llama" ? "LlamaDecoderLayer"
+                            : family == "t5"  ? "T5Block"
+                                              : "GPT2Block";
   const Args lm = {"--causal_lm",
                    "true",
                    "--causal_lm_family",
@@ -105,6 +107,6 @@ TEST_P(DecoderLayerSharding, TrainsWhatDdpTrains) {
   fs::remove_all(ddp);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DecoderLayerSharding, ::testing::Values("llama", "gpt2"));
+INSTANTIATE_TEST_SUITE_P(Families, DecoderLayerSharding, ::testing::Values("llama", "gpt2", "t5"));
 
 }  // namespace

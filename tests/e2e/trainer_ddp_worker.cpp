@@ -73,10 +73,24 @@ std::shared_ptr<ctrainer::TensorDataset> make_ragged_sequences(int64_t n, uint64
                                         {"labels", ids.masked_fill(mask.logical_not(), -100)}});
 }
 
-/// A tiny causal LM of `family` (llama or gpt2) through the model registry.
+/// A tiny LM of `family` through the model registry: a causal LM (llama, gpt2) or an
+/// encoder-decoder (t5: the sequences are both its source and its labels).
 std::shared_ptr<ctrainer::Model> make_tiny_lm(const std::string& family) {
+  if (family == "t5")
+    return ctrainer::AutoModel::from_config(
+        *ctrainer::AutoConfig::from_json({{"model_type", "t5"},
+                                          {"vocab_size", 40},
+                                          {"d_model", 16},
+                                          {"d_kv", 4},
+                                          {"d_ff", 24},
+                                          {"num_layers", 2},
+                                          {"num_heads", 4},
+                                          {"dropout_rate", 0.0},
+                                          {"decoder_start_token_id", 0}},
+                                         "tiny t5"),
+        ctrainer::ModelTask::kSeq2SeqLM);
   if (family != "llama" && family != "gpt2")
-    throw ctrainer::ArgumentError("--causal_lm_family " + family + ": use llama or gpt2");
+    throw ctrainer::ArgumentError("--causal_lm_family " + family + ": use llama, gpt2 or t5");
   const auto config =
       ctrainer::AutoConfig::from_json(family == "llama" ? ctrainer::testing::tiny_llama_json()
                                                         : ctrainer::testing::tiny_gpt2_json(),
@@ -126,7 +140,8 @@ struct WorkerOptions {
     parser.add_option("rank1_hidden_size", &rank1_hidden_size, "Rank 1's hidden size (0: same).");
     parser.add_option("rank1_learning_rate", &rank1_learning_rate, "Rank 1's learning rate.");
     parser.add_option("causal_lm", &causal_lm, "Train a tiny causal LM on ragged token sequences.");
-    parser.add_option("causal_lm_family", &causal_lm_family, "llama or gpt2 (with --causal_lm).");
+    parser.add_option("causal_lm_family", &causal_lm_family,
+                      "llama, gpt2 or t5 (with --causal_lm).");
     parser.add_option("dump_params", &dump_params,
                       "With --causal_lm: write params.<rank>.txt (off for stage-3 sharding, "
                       "whose ranks hold shards; dump_dir/model/ has the saved model).");
