@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,16 +47,19 @@ TEST(TrainerDDP, TokenLevelLossOverTheRanksMatchesOneProcess) {
   for (const auto& dir : {single, ddp, per_rank}) fs::remove_all(dir);
 }
 
-// ZeRO-3 and FSDP full_shard of the decoder LMs with one unit per decoder layer, the model's own
-// layer class (GPT2Block, LlamaDecoderLayer) picked as accelerate picks _no_split_modules: on 2
-// ranks they train what DDP trains, token-level loss included, and save the same model.
+// ZeRO-3 and FSDP full_shard of the LMs with one unit per layer, the model's own layer classes
+// (GPT2Block, LlamaDecoderLayer, T5Block, BartEncoderLayer and BartDecoderLayer) picked as
+// accelerate picks _no_split_modules: on 2 ranks they train what DDP trains, token-level loss
+// included (the decoder LMs), and save the same model.
 class DecoderLayerSharding : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DecoderLayerSharding, TrainsWhatDdpTrains) {
   const std::string family = GetParam();
-  const std::string layer = family == "llama" ? "LlamaDecoderLayer"
-                            : family == "t5"  ? "T5Block"
-                                              : "GPT2Block";
+  const std::map<std::string, std::string> units = {{"llama", "LlamaDecoderLayer"},
+                                                    {"gpt2", "GPT2Block"},
+                                                    {"t5", "T5Block"},
+                                                    {"bart", "BartEncoderLayer, BartDecoderLayer"}};
+  const std::string layer = units.at(family);
   const Args lm = {"--causal_lm",
                    "true",
                    "--causal_lm_family",
@@ -107,6 +111,7 @@ TEST_P(DecoderLayerSharding, TrainsWhatDdpTrains) {
   fs::remove_all(ddp);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DecoderLayerSharding, ::testing::Values("llama", "gpt2", "t5"));
+INSTANTIATE_TEST_SUITE_P(Families, DecoderLayerSharding,
+                         ::testing::Values("llama", "gpt2", "t5", "bart"));
 
 }  // namespace

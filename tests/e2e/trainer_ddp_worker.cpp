@@ -74,7 +74,7 @@ std::shared_ptr<ctrainer::TensorDataset> make_ragged_sequences(int64_t n, uint64
 }
 
 /// A tiny LM of `family` through the model registry: a causal LM (llama, gpt2) or an
-/// encoder-decoder (t5: the sequences are both its source and its labels).
+/// encoder-decoder (t5, bart: the sequences are both its source and its labels).
 std::shared_ptr<ctrainer::Model> make_tiny_lm(const std::string& family) {
   if (family == "t5")
     return ctrainer::AutoModel::from_config(
@@ -89,8 +89,24 @@ std::shared_ptr<ctrainer::Model> make_tiny_lm(const std::string& family) {
                                           {"decoder_start_token_id", 0}},
                                          "tiny t5"),
         ctrainer::ModelTask::kSeq2SeqLM);
+  if (family == "bart")
+    return ctrainer::AutoModel::from_config(
+        *ctrainer::AutoConfig::from_json({{"model_type", "bart"},
+                                          {"vocab_size", 40},
+                                          {"d_model", 16},
+                                          {"encoder_layers", 2},
+                                          {"decoder_layers", 2},
+                                          {"encoder_attention_heads", 4},
+                                          {"decoder_attention_heads", 4},
+                                          {"encoder_ffn_dim", 24},
+                                          {"decoder_ffn_dim", 24},
+                                          {"max_position_embeddings", 16},
+                                          {"dropout", 0.0},
+                                          {"pad_token_id", 0}},
+                                         "tiny bart"),
+        ctrainer::ModelTask::kSeq2SeqLM);
   if (family != "llama" && family != "gpt2")
-    throw ctrainer::ArgumentError("--causal_lm_family " + family + ": use llama, gpt2 or t5");
+    throw ctrainer::ArgumentError("--causal_lm_family " + family + ": use llama, gpt2, t5 or bart");
   const auto config =
       ctrainer::AutoConfig::from_json(family == "llama" ? ctrainer::testing::tiny_llama_json()
                                                         : ctrainer::testing::tiny_gpt2_json(),
@@ -141,7 +157,7 @@ struct WorkerOptions {
     parser.add_option("rank1_learning_rate", &rank1_learning_rate, "Rank 1's learning rate.");
     parser.add_option("causal_lm", &causal_lm, "Train a tiny causal LM on ragged token sequences.");
     parser.add_option("causal_lm_family", &causal_lm_family,
-                      "llama, gpt2 or t5 (with --causal_lm).");
+                      "llama, gpt2, t5 or bart (with --causal_lm).");
     parser.add_option("dump_params", &dump_params,
                       "With --causal_lm: write params.<rank>.txt (off for stage-3 sharding, "
                       "whose ranks hold shards; dump_dir/model/ has the saved model).");
