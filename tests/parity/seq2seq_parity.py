@@ -1,11 +1,14 @@
 """What the encoder-decoder parity tests (T5, BART) share: padded source/target batches and the
 two directions' loops over our dump (ctrainer_parity_model_dump --task seq2seq_lm)."""
 import os
+import tempfile
 
 import torch
+from transformers import AutoModelForSeq2SeqLM
 
 import bert_parity
 from decoder_parity import loaded_cleanly, ours, theirs
+from parity_support import fail_if
 
 TOLERANCE = 1e-5
 
@@ -75,3 +78,14 @@ def ours_to_hf(scratch, configs, auto, batch_of):
                                            tolerance=TOLERANCE)
         compared += len(reference)
     return differences, compared
+
+
+def run(family, cases, make_model, our_configs, batch_of):
+    """Both directions for one family: transformers -> ours on `cases`, ours -> transformers on
+    `our_configs` ((tag, transformers config) pairs); exits non-zero on any difference."""
+    with tempfile.TemporaryDirectory() as scratch:
+        differences, compared = hf_to_ours(scratch, cases, make_model, AutoModelForSeq2SeqLM,
+                                           batch_of)
+        more, count = ours_to_hf(scratch, our_configs, AutoModelForSeq2SeqLM, batch_of)
+    fail_if(differences + more, f"{family} vs transformers")
+    print(f"parity: {family}, {compared + count} tensors equal within {TOLERANCE}")
