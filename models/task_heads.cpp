@@ -101,14 +101,20 @@ at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_he
 }
 
 ModelOutput seq2seq_lm_output(const at::Tensor& logits, const at::Tensor& encoder_hidden,
-                              const Batch& batch) {
+                              const Batch& batch, std::optional<int64_t> num_items_in_batch) {
   ModelOutput out;
   out.logits = logits;
   out.tensors["encoder_last_hidden_state"] = encoder_hidden;
-  if (batch.contains("labels"))
-    out.loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                      batch.at("labels").to(at::kLong).reshape({-1}),
-                                      /*weight=*/{}, at::Reduction::Mean, /*ignore_index=*/-100);
+  if (!batch.contains("labels")) return out;
+  const at::Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
+  const at::Tensor flat_labels = batch.at("labels").to(at::kLong).reshape({-1});
+  if (num_items_in_batch)
+    out.loss = at::cross_entropy_loss(flat_logits, flat_labels, /*weight=*/{}, at::Reduction::Sum,
+                                      /*ignore_index=*/-100) /
+               static_cast<double>(*num_items_in_batch);
+  else
+    out.loss = at::cross_entropy_loss(flat_logits, flat_labels, /*weight=*/{}, at::Reduction::Mean,
+                                      /*ignore_index=*/-100);
   return out;
 }
 

@@ -56,9 +56,12 @@ at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_he
 /// An encoder-decoder LM's output (T5, BART): `logits` [B, T, V], the encoder's output as
 /// tensors["encoder_last_hidden_state"], and with the batch's "labels" [B, T] the mean
 /// cross-entropy over those that are not -100 (transformers' CrossEntropyLoss, unshifted: the
-/// decoder inputs are the shifted labels).
+/// decoder inputs are the shifted labels); with `num_items_in_batch`, the sum of those
+/// cross-entropies divided by it instead (the Trainer's token-level loss: the label tokens of the
+/// whole accumulation window).
 ModelOutput seq2seq_lm_output(const at::Tensor& logits, const at::Tensor& encoder_hidden,
-                              const Batch& batch);
+                              const Batch& batch,
+                              std::optional<int64_t> num_items_in_batch = std::nullopt);
 
 /// A decoder classifier's output: `score` of last_non_pad_hidden(), and
 /// sequence_classification_loss() when the batch carries "labels".

@@ -380,7 +380,12 @@ void Trainer::log(nlohmann::json logs) {
 void Trainer::write_training_args() const {
   if (!process_.is_world_process_zero()) return;
   std::filesystem::create_directories(args_.output_dir);
-  write_json_file(std::filesystem::path(args_.output_dir) / "training_args.json", to_json(args_));
+  write_json_file(std::filesystem::path(args_.output_dir) / "training_args.json",
+                  training_args_json());
+}
+
+nlohmann::json Trainer::training_args_json() const {
+  return to_json(args_);
 }
 
 void Trainer::maybe_log_save_evaluate() {

@@ -24,6 +24,7 @@
 #include <ctrainer/trainer/data/collator.h>
 #include <ctrainer/trainer/data/data_loader.h>
 #include <ctrainer/trainer/data/dataset.h>
+#include <ctrainer/trainer/data/train_sampler.h>
 #include <ctrainer/trainer/precision/precision.h>
 #include <ctrainer/trainer/runtime/input_token_counter.h>
 #include <ctrainer/trainer/runtime/step_profiler.h>
@@ -194,6 +195,13 @@ class Trainer {
   /// What the strategy needs before each forward of the model (use it from an overridden
   /// training_step or prediction_step that runs the model itself).
   void before_forward(Model& model) { strategy_->before_forward(model); }
+  /// What get_train_dataloader's sampler is made from (the arguments' order, seed, batch and
+  /// ranks); a subclass changes the order here (Seq2SeqTrainer: sortish_sampler).
+  virtual TrainSamplerOptions train_sampler_options() const;
+  /// What output_dir/training_args.json holds: the arguments, and a subclass's own fields.
+  virtual nlohmann::json training_args_json() const;
+  /// The dtype the model was cast to for --fp16_full_eval / --bf16_full_eval, if it was.
+  std::optional<at::ScalarType> model_eval_dtype() const { return model_eval_dtype_; }
   /// Fires `event` on every callback with the run's objects in the context.
   template <typename Event>
   void fire(Event event, const Metrics* metrics = nullptr, const nlohmann::json* logs = nullptr) {

@@ -28,15 +28,18 @@ std::shared_ptr<DataLoader> Trainer::get_train_dataloader() {
   if (!components_.train_dataset) throw ArgumentError("Trainer: training requires a train_dataset");
   auto& ds = components_.train_dataset;
   const DataLoaderOptions opts = dataloader_options(args_.per_device_train_batch_size);
-  TrainSamplerOptions sampling{
-      .seed = args_.sampler_seed(),
-      .strategy = args_.train_sampling_strategy,
-      .group_batch_size = args_.per_device_train_batch_size * args_.gradient_accumulation_steps,
-      .num_replicas = strategy_->world_size(),
-      .rank = process_.rank,
-      .drop_last = args_.dataloader_drop_last};
-  return std::make_shared<DataLoader>(ds, make_train_sampler(*ds, sampling), opts,
+  return std::make_shared<DataLoader>(ds, make_train_sampler(*ds, train_sampler_options()), opts,
                                       components_.data_collator);
+}
+
+TrainSamplerOptions Trainer::train_sampler_options() const {
+  return {.seed = args_.sampler_seed(),
+          .strategy = args_.train_sampling_strategy,
+          .group_batch_size = args_.per_device_train_batch_size * args_.gradient_accumulation_steps,
+          .num_replicas = strategy_->world_size(),
+          .rank = process_.rank,
+          .drop_last = args_.dataloader_drop_last,
+          .per_device_batch_size = args_.per_device_train_batch_size};
 }
 
 std::shared_ptr<DataLoader> Trainer::get_eval_dataloader(std::shared_ptr<Dataset> eval_dataset) {

@@ -58,6 +58,16 @@ at::Tensor BartForConditionalGeneration::lm_logits(const at::Tensor& hidden) {
 }
 
 ModelOutput BartForConditionalGeneration::forward(const Batch& batch) {
+  return run(batch, std::nullopt);
+}
+
+ModelOutput BartForConditionalGeneration::forward_with_num_items(const Batch& batch,
+                                                                 int64_t num_items_in_batch) {
+  return run(batch, num_items_in_batch);
+}
+
+ModelOutput BartForConditionalGeneration::run(const Batch& batch,
+                                              std::optional<int64_t> num_items_in_batch) {
   const at::Tensor input_ids = batch.at("input_ids");
   const at::Tensor attention_mask = batch.get_or_undefined("attention_mask");
   at::Tensor decoder_input_ids = batch.get_or_undefined("decoder_input_ids");
@@ -75,7 +85,7 @@ ModelOutput BartForConditionalGeneration::forward(const Batch& batch) {
   const at::Tensor decoder_hidden =
       model->decode(decoder_input_ids, batch.get_or_undefined("decoder_attention_mask"),
                     encoder_hidden, attention_mask);
-  return seq2seq_lm_output(lm_logits(decoder_hidden), encoder_hidden, batch);
+  return seq2seq_lm_output(lm_logits(decoder_hidden), encoder_hidden, batch, num_items_in_batch);
 }
 
 at::Tensor BartForConditionalGeneration::encode(const at::Tensor& input_ids,

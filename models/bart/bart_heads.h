@@ -35,6 +35,13 @@ class BartForConditionalGeneration : public Model, public Seq2SeqLanguageModel {
   /// ignored). Logits [B, T, vocab_size] = lm_head(decoder output) + final_logits_bias; loss: the
   /// mean cross-entropy over labels that are not -100.
   ModelOutput forward(const Batch& batch) override;
+  /// forward() with the loss summed over the label tokens and divided by `num_items_in_batch`
+  /// (the label tokens of the Trainer's accumulation window), so that accumulated and
+  /// distributed steps give the large-batch gradient. transformers 5.24 passes the count to
+  /// these models too but their loss ignores it (a mean per micro-batch, not divided by the
+  /// accumulation steps either); see docs/seq2seq.md.
+  ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) override;
+  bool accepts_loss_kwargs() const override { return true; }
 
   std::optional<nlohmann::json> config() const override;
   const BartConfig& bart_config() const { return config_; }
@@ -66,6 +73,8 @@ class BartForConditionalGeneration : public Model, public Seq2SeqLanguageModel {
   at::Tensor final_logits_bias;      ///< buffer [1, vocab_size]
 
  private:
+  /// forward() and forward_with_num_items(): the loss's divisor is the count when given.
+  ModelOutput run(const Batch& batch, std::optional<int64_t> num_items_in_batch);
   at::Tensor lm_logits(const at::Tensor& hidden);
   BartConfig config_;
 };

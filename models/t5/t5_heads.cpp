@@ -68,6 +68,16 @@ at::Tensor T5ForConditionalGeneration::lm_logits(const at::Tensor& hidden) {
 }
 
 ModelOutput T5ForConditionalGeneration::forward(const Batch& batch) {
+  return run(batch, std::nullopt);
+}
+
+ModelOutput T5ForConditionalGeneration::forward_with_num_items(const Batch& batch,
+                                                               int64_t num_items_in_batch) {
+  return run(batch, num_items_in_batch);
+}
+
+ModelOutput T5ForConditionalGeneration::run(const Batch& batch,
+                                            std::optional<int64_t> num_items_in_batch) {
   const at::Tensor attention_mask = batch.get_or_undefined("attention_mask");
   at::Tensor decoder_input_ids = batch.get_or_undefined("decoder_input_ids");
   if (!decoder_input_ids.defined()) {
@@ -85,7 +95,7 @@ ModelOutput T5ForConditionalGeneration::forward(const Batch& batch) {
   const at::Tensor decoder_hidden =
       decoder->forward(decoder_input_ids, batch.get_or_undefined("decoder_attention_mask"),
                        encoder_hidden, attention_mask);
-  return seq2seq_lm_output(lm_logits(decoder_hidden), encoder_hidden, batch);
+  return seq2seq_lm_output(lm_logits(decoder_hidden), encoder_hidden, batch, num_items_in_batch);
 }
 
 at::Tensor T5ForConditionalGeneration::encode(const at::Tensor& input_ids,

@@ -43,6 +43,13 @@ class T5ForConditionalGeneration : public Model, public Seq2SeqLanguageModel {
   /// scale_decoder_outputs); loss: the mean cross-entropy over labels that are not -100.
   /// tensors["encoder_last_hidden_state"]: the encoder's output.
   ModelOutput forward(const Batch& batch) override;
+  /// forward() with the loss summed over the label tokens and divided by `num_items_in_batch`
+  /// (the label tokens of the Trainer's accumulation window), so that accumulated and
+  /// distributed steps give the large-batch gradient. transformers 5.24 passes the count to
+  /// these models too but their loss ignores it (a mean per micro-batch, not divided by the
+  /// accumulation steps either); see docs/seq2seq.md.
+  ModelOutput forward_with_num_items(const Batch& batch, int64_t num_items_in_batch) override;
+  bool accepts_loss_kwargs() const override { return true; }
 
   std::optional<nlohmann::json> config() const override;
   const T5Config& t5_config() const { return config_; }
@@ -75,6 +82,8 @@ class T5ForConditionalGeneration : public Model, public Seq2SeqLanguageModel {
   AdaptableLinear lm_head{nullptr};
 
  private:
+  /// forward() and forward_with_num_items(): the loss's divisor is the count when given.
+  ModelOutput run(const Batch& batch, std::optional<int64_t> num_items_in_batch);
   /// The logits of the decoder's output `hidden` [B, T, d_model].
   at::Tensor lm_logits(const at::Tensor& hidden);
 

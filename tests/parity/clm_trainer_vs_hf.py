@@ -27,7 +27,7 @@ from safetensors.torch import save_file
 from transformers import (LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments,
                           default_data_collator)
 
-from parity_support import binary, fail_if, run
+from parity_support import RowDataset, binary, fail_if, run
 
 RTOL = 1e-4
 THREADS = 2
@@ -55,17 +55,6 @@ def make_rows():
     ids = ids.masked_fill(~mask, 0)
     return {"input_ids": ids, "attention_mask": mask.long(),
             "labels": ids.masked_fill(~mask, -100)}
-
-
-class RowDataset(torch.utils.data.Dataset):
-    def __init__(self, rows):
-        self.rows = rows
-
-    def __len__(self):
-        return len(self.rows["input_ids"])
-
-    def __getitem__(self, i):
-        return {key: value[i] for key, value in self.rows.items()}
 
 
 def hf_trainer(init, output_dir, rows, **settings):

@@ -45,6 +45,20 @@ def fail_if(differences, what, limit=20):
     print(f"parity: {what}: no difference")
 
 
+class RowDataset(torch.utils.data.Dataset):
+    """Examples as rows of named tensors sharing their first dimension (a TensorDataset for HF's
+    Trainer, the same rows our programs read from a safetensors file)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __len__(self):
+        return len(self.rows["input_ids"])
+
+    def __getitem__(self, i):
+        return {key: value[i] for key, value in self.rows.items()}
+
+
 # The GLUE text as our readers see it: benchmarks/reference/glue_text.py (torch-free, shared with
 # the tokenizer benchmark).
 sys.path.insert(0, os.path.join(SOURCE_DIR, "benchmarks", "reference"))

@@ -119,9 +119,13 @@ std::string ArgumentParser::help() const {
     }
     append_option_help(out, spec);
   }
-  if (!app_options_.empty()) {
-    out += "\napplication:\n";
-    for (const OptionSpec& spec : app_options_) append_option_help(out, spec);
+  group.clear();
+  for (const OptionSpec& spec : app_options_) {
+    if (spec.group != group) {
+      group = spec.group;
+      out += "\n" + group + ":\n";
+    }
+    append_option_help(out, spec);
   }
   return out;
 }

@@ -96,7 +96,7 @@ void ArgumentParser::add_app_option(OptionSpec spec) {
     throw std::invalid_argument("ArgumentParser::add_option: flag --" + spec.name +
                                 " already exists");
   }
-  spec.group = "application";
+  spec.group = option_group_;
   spec.default_text = display(spec.get_json(TrainingArguments{}));
   app_options_.push_back(std::move(spec));
 }
@@ -124,6 +124,12 @@ void ArgumentParser::add_option(const std::string& name, std::optional<int64_t>*
                                 const std::string& help) {
   add_app_option(
       make_spec<std::optional<int64_t>>(name, help, PointerAccess<std::optional<int64_t>>{target}));
+}
+
+void ArgumentParser::add_option(const std::string& name, std::optional<std::string>* target,
+                                const std::string& help) {
+  add_app_option(make_spec<std::optional<std::string>>(
+      name, help, PointerAccess<std::optional<std::string>>{target}));
 }
 
 /// Looks up a flag by canonical name or alias.

@@ -105,6 +105,12 @@ class ArgumentParser {
                   const std::string& help);
   /// An optional integer: unset by default (shown as None), reset by `None` or JSON null.
   void add_option(const std::string& name, std::optional<int64_t>* target, const std::string& help);
+  /// An optional text: unset by default (shown as None), reset by `None` or JSON null.
+  void add_option(const std::string& name, std::optional<std::string>* target,
+                  const std::string& help);
+  /// The --help heading of the application flags added from now on (default "application"),
+  /// e.g. "Seq2SeqTrainingArguments" for the flags add_seq2seq_options adds.
+  void set_option_group(std::string heading) { option_group_ = std::move(heading); }
 
   /// Parses argv (argv[0] is the program) into `args`, starting from its current values: on
   /// SageMaker its values first (sagemaker_flag_values: SM_MODEL_DIR as --output_dir, the
@@ -135,6 +141,7 @@ class ArgumentParser {
   std::string description_;
   std::string program_ = "program";
   std::vector<OptionSpec> app_options_;
+  std::string option_group_ = "application";
   std::optional<EnvironmentMap> environment_;
 };
 

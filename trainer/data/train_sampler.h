@@ -21,12 +21,16 @@ struct TrainSamplerOptions {
   int64_t num_replicas = 1;  ///< world size
   int64_t rank = 0;
   bool drop_last = false;  ///< --dataloader_drop_last (used by the distributed samplers)
+  /// Seq2SeqTrainingArguments --sortish_sampler (with strategy kRandom): SortishSampler over
+  /// batches of `per_device_batch_size` x num_replicas examples.
+  bool sortish = false;
+  int64_t per_device_batch_size = 8;
 };
 
 /// RandomSampler (kRandom), SequentialSampler (kSequential) or LengthGroupedSampler
 /// (kGroupByLength); their distributed variants (DistributedSampler, with or without shuffling,
-/// DistributedLengthGroupedSampler) when num_replicas > 1. Throws ArgumentError for
-/// kGroupByLength when the dataset has no lengths().
+/// DistributedLengthGroupedSampler) when num_replicas > 1; SortishSampler when `sortish`. Throws
+/// ArgumentError for kGroupByLength and sortish when the dataset has no lengths().
 std::shared_ptr<Sampler> make_train_sampler(const Dataset& dataset,
                                             const TrainSamplerOptions& options);
 
