@@ -79,13 +79,7 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
   // Trainer set this up, every process logged the model and data lines at info, as "rank 0".)
   ctrainer::logging::setup(args, ctrainer::ProcessInfo::from_environment(args.local_rank));
   auto log = ctrainer::logging::logger();
-  if (auto last = ctrainer::check_output_dir(args)) {
-    log->info(
-        "Checkpoint detected, resuming training at {}. To avoid this behavior, change the "
-        "--output_dir or add --overwrite_output_dir to train from scratch.",
-        *last);
-    args.resume_from_checkpoint = *last;
-  }
+  ctrainer::resume_from_detected_checkpoint(args);
   const auto& task = ctrainer::glue::glue_task(glue_args.data.task_name);
   // Seed before the model is initialised, as HF's set_seed does.
   ctrainer::set_seed(args.seed);

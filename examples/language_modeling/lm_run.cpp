@@ -30,13 +30,7 @@ void report(const ctrainer::TrainingArguments& args, const std::string& split,
 void start_run(ctrainer::TrainingArguments& args) {
   ctrainer::logging::set_verbosity(spdlog::level::info);
   ctrainer::logging::setup(args, ctrainer::ProcessInfo::from_environment(args.local_rank));
-  if (auto last = ctrainer::check_output_dir(args)) {
-    ctrainer::logging::logger()->info(
-        "Checkpoint detected, resuming training at {}. To avoid this behavior, change the "
-        "--output_dir or add --overwrite_output_dir to train from scratch.",
-        *last);
-    args.resume_from_checkpoint = *last;
-  }
+  ctrainer::resume_from_detected_checkpoint(args);
   ctrainer::set_seed(args.seed);  // before the model is initialised, as HF's set_seed
 }
 

@@ -4,6 +4,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/trainer/checkpoint/checkpoint_dir.h>
+#include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
 
@@ -22,6 +23,16 @@ std::optional<std::string> check_output_dir(const TrainingArguments& args) {
                         " already exists and is not empty. Use --overwrite_output_dir to write "
                         "into it, or choose another directory.");
   return std::nullopt;
+}
+
+void resume_from_detected_checkpoint(TrainingArguments& args) {
+  if (auto last = check_output_dir(args)) {
+    logging::logger()->info(
+        "Checkpoint detected, resuming training at {}. To avoid this behavior, change the "
+        "--output_dir or add --overwrite_output_dir to train from scratch.",
+        *last);
+    args.resume_from_checkpoint = *last;
+  }
 }
 
 }  // namespace ctrainer

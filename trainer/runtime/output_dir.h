@@ -13,4 +13,8 @@ namespace ctrainer {
 /// (no --resume_from_checkpoint given), which run_glue reports as "Checkpoint detected".
 std::optional<std::string> check_output_dir(const TrainingArguments& args);
 
+/// What HF's example scripts do with check_output_dir's answer: logs "Checkpoint detected,
+/// resuming training at ..." and sets args.resume_from_checkpoint to it.
+void resume_from_detected_checkpoint(TrainingArguments& args);
+
 }  // namespace ctrainer
