@@ -200,8 +200,6 @@ class Trainer {
   virtual TrainSamplerOptions train_sampler_options() const;
   /// What output_dir/training_args.json holds: the arguments, and a subclass's own fields.
   virtual nlohmann::json training_args_json() const;
-  /// The dtype the model was cast to for --fp16_full_eval / --bf16_full_eval, if it was.
-  std::optional<at::ScalarType> model_eval_dtype() const { return model_eval_dtype_; }
   /// Fires `event` on every callback with the run's objects in the context.
   template <typename Event>
   void fire(Event event, const Metrics* metrics = nullptr, const nlohmann::json* logs = nullptr) {
