@@ -81,12 +81,14 @@ ERROR_CATALOGUE_ENV := CTRAINER_SOURCE_DIR=$(CURDIR) \
   CTRAINER_BIN_CTRAINER_PLOT=$(BUILD_DIR)/examples/ctrainer-plot \
   CTRAINER_BIN_RUN_CLM=$(BUILD_DIR)/examples/run_clm \
   CTRAINER_BIN_RUN_MLM=$(BUILD_DIR)/examples/run_mlm \
-  CTRAINER_BIN_CTRAINER_GENERATE=$(BUILD_DIR)/examples/ctrainer-generate
+  CTRAINER_BIN_CTRAINER_GENERATE=$(BUILD_DIR)/examples/ctrainer-generate \
+  CTRAINER_BIN_RUN_SUMMARIZATION=$(BUILD_DIR)/examples/run_summarization \
+  CTRAINER_BIN_RUN_TRANSLATION=$(BUILD_DIR)/examples/run_translation
 
 docs: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target run_glue ctrainer-train-classifier \
 	  ctrainer-run ctrainer-consolidate ctrainer-tokenize ctrainer-plot run_clm run_mlm \
-	  ctrainer-generate
+	  ctrainer-generate run_summarization run_translation
 	$(BUILD_DIR)/examples/run_glue --help_markdown > docs/arguments.md
 	$(ERROR_CATALOGUE_ENV) $(VENV)/bin/python tests/docs/error_catalogue.py --write docs/errors.md
 

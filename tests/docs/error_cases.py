@@ -7,9 +7,11 @@ import re
 import struct
 
 from error_cases_generation import generation_cases
+from error_cases_seq2seq import seq2seq_cases
 
 PROGRAMS = ("run_glue", "ctrainer-train-classifier", "ctrainer-run", "ctrainer-consolidate",
-            "ctrainer-tokenize", "ctrainer-plot", "run_clm", "run_mlm", "ctrainer-generate")
+            "ctrainer-tokenize", "ctrainer-plot", "run_clm", "run_mlm", "ctrainer-generate",
+            "run_summarization", "run_translation")
 TIMEOUT_S = 60
 
 # Abbreviations of the commands' common part (explained at the top of docs/errors.md).
@@ -899,4 +901,6 @@ def cases():
         ("Language-model text files and models (run_clm, run_mlm)", language_modeling),
         ("LoRA flags and PEFT adapter files (--lora_*, --lora_config)", lora),
         ("ctrainer-generate", generation_cases(Case)),
+        ("Summarization and translation (run_summarization, run_translation)",
+         seq2seq_cases(Case)),
     ]
