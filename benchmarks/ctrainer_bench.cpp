@@ -25,6 +25,7 @@ Scenario ddp_scenario();
 Scenario sharding_scenario();
 Scenario vs_hf_scenario();
 Scenario clm_vs_hf_scenario();
+Scenario generate_vs_hf_scenario();
 }  // namespace ctrainer::bench
 
 namespace {
@@ -43,7 +44,8 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::ddp_scenario(),
           ctrainer::bench::sharding_scenario(),
           ctrainer::bench::vs_hf_scenario(),
-          ctrainer::bench::clm_vs_hf_scenario()};
+          ctrainer::bench::clm_vs_hf_scenario(),
+          ctrainer::bench::generate_vs_hf_scenario()};
 }
 
 /// The scenario flag called `name`, searched in every scenario: whether it takes a value must
