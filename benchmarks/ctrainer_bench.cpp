@@ -26,6 +26,7 @@ Scenario sharding_scenario();
 Scenario vs_hf_scenario();
 Scenario clm_vs_hf_scenario();
 Scenario generate_vs_hf_scenario();
+Scenario seq2seq_vs_hf_scenario();
 }  // namespace ctrainer::bench
 
 namespace {
@@ -45,7 +46,8 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::sharding_scenario(),
           ctrainer::bench::vs_hf_scenario(),
           ctrainer::bench::clm_vs_hf_scenario(),
-          ctrainer::bench::generate_vs_hf_scenario()};
+          ctrainer::bench::generate_vs_hf_scenario(),
+          ctrainer::bench::seq2seq_vs_hf_scenario()};
 }
 
 /// The scenario flag called `name`, searched in every scenario: whether it takes a value must
