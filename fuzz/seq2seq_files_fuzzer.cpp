@@ -21,7 +21,9 @@ std::string to_csv(const run_seq2seq::TextTable& table) {
     out += (c ? "," : "") + quoted(table.columns[c]);
   for (const auto& row : table.rows) {
     out += "\n";
-    for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + (row[c] ? quoted(*row[c]) : "");
+    // A missing cell is written as a quoted empty field, which reads back as missing: an
+    // unquoted one would make the row of a one-column table a blank line, which is skipped.
+    for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + quoted(row[c].value_or(""));
   }
   return out + "\n";
 }

@@ -149,7 +149,8 @@ TextTable parse_json_records(std::string_view text, const std::string& source) {
   auto parse = [&](std::string_view part, int64_t line) {
     try {
       return OrderedJson::parse(part);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+      // parse_error, and out_of_range.406 for a number too large for a double (1e400).
       throw ArgumentError(source + ":" + std::to_string(line) + ": not valid JSON (" + e.what() +
                           ")");
     }

@@ -207,7 +207,7 @@ std::pair<std::string, std::optional<std::string>> read_line(const std::string& 
   json j;
   try {
     j = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw ctrainer::ArgumentError(std::string("not a JSON line: ") + e.what());
   }
   if (!j.is_array() || j.empty() || j.size() > 2 || !j[0].is_string() ||

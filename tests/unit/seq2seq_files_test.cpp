@@ -56,6 +56,9 @@ TEST(Seq2SeqJson, LinesOrAnArrayColumnsInFileOrder) {
   expect_error([] { parse_json_records("{\"a\": \"1\"}\n{oops\n", "f.jsonl"); },
                {"f.jsonl:2: not valid JSON"});
   expect_error([] { parse_json_records("[1]", "f.json"); }, {"must be a JSON object"});
+  // A number too large for a double is nlohmann's out_of_range.406, not a parse_error.
+  expect_error([] { parse_json_records("{\"a\": \"1\"}\n{\"b\": 1e400}\n", "f.jsonl"); },
+               {"f.jsonl:2: not valid JSON", "number overflow"});
 }
 
 TEST(Seq2SeqJson, TranslationPairsByLanguage) {

@@ -420,6 +420,15 @@ TEST(TokenizerJsonErrors, InvalidJsonNamesLineAndColumn) {
   } catch (const ctrainer::ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find(file.string() + ":3:"), std::string::npos) << e.what();
   }
+  // A number too large for a double is nlohmann's out_of_range.406, not a parse_error.
+  std::ofstream(file) << "{\"model\": {\"dropout\": 1e400}}";
+  try {
+    PipelineTokenizer::from_file(file);
+    ADD_FAILURE() << "a file with 1e400 loaded";
+  } catch (const ctrainer::ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid JSON in the tokenizer file"), std::string::npos)
+        << e.what();
+  }
   fs::remove(file);
 }
 

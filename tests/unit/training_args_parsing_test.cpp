@@ -214,6 +214,10 @@ TEST(ArgumentParserTest, ADictFieldIsJsonTextOnTheCommandLineAndAnObjectInAConfi
             std::string::npos);
   EXPECT_NE(parse_error({"--lr_scheduler_kwargs", "[1, 2]"}).find("a JSON object"),
             std::string::npos);
+  // The parser reports a number too large for a double as out_of_range, not parse_error.
+  EXPECT_NE(parse_error({"--lr_scheduler_kwargs", R"({"num_cycles": 1e400})"})
+                .find("expected a JSON object"),
+            std::string::npos);
 }
 
 TEST(ArgumentParserTest, SinglePositionalJsonIsTheConfig) {

@@ -173,7 +173,7 @@ struct Codec<JsonObjectText> {
     json parsed;
     try {
       parsed = json::parse(tokens.at(0));
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {  // parse_error, or out_of_range for 1e400
       throw ArgumentError("expected a JSON object such as '{\"num_cycles\": 2}', got '" +
                           tokens[0] + "'");
     }

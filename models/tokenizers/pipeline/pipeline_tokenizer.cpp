@@ -55,6 +55,9 @@ json PipelineTokenizer::read_file(const std::filesystem::path& path) {
     const auto at = text_position(text.str(), e.byte);
     throw ArgumentError(path.string() + ":" + std::to_string(at.line) + ":" +
                         std::to_string(at.column) + ": invalid JSON in the tokenizer file");
+  } catch (const json::exception& e) {
+    // The parser's errors without a position: a number too large for a double (1e400).
+    throw ArgumentError(path.string() + ": invalid JSON in the tokenizer file (" + e.what() + ")");
   }
   return j;
 }
