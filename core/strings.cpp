@@ -28,4 +28,13 @@ std::string upper(std::string_view text) {
   return out;
 }
 
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> pieces;
+  size_t start = 0;
+  for (size_t at; (at = text.find(separator, start)) != std::string_view::npos; start = at + 1)
+    pieces.emplace_back(text.substr(start, at - start));
+  pieces.emplace_back(text.substr(start));
+  return pieces;
+}
+
 }  // namespace ctrainer

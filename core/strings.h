@@ -12,5 +12,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 std::string lower(std::string_view text);
 /// ASCII upper case.
 std::string upper(std::string_view text);
+/// The pieces of `text` between `separator`s, empty ones included, as Python's
+/// str.split(separator) gives them ("a,,b" -> a, "", b; "" -> one empty piece).
+std::vector<std::string> split(std::string_view text, char separator);
 
 }  // namespace ctrainer

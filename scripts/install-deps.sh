@@ -50,6 +50,7 @@ packages=(
   libgtest-dev libgmock-dev libutf8proc-dev libonig-dev
   zlib1g-dev                          # CRC-32 of checkpoint files
   libcurl4-openssl-dev                # HTTP client of --report_to mlflow (MLflow's REST API)
+  libyaml-cpp-dev                     # accelerate's YAML config files (ctrainer-run --config_file)
   libgloo-dev                         # headers only: c10d's ProcessGroupGloo.hpp includes five
                                       # gloo headers that the torch wheel does not ship (its gloo
                                       # is compiled into libtorch_cpu; we never link Debian's)

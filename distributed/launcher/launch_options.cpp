@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/distributed/launcher/accelerate_config.h>
 #include <ctrainer/distributed/sagemaker_cluster.h>
 
 namespace ctrainer::launcher {
@@ -68,7 +69,10 @@ po::options_description describe_options() {
     ("start-method", po::value<std::string>(),
      "accepted for torchrun compatibility (spawn, fork, forkserver); has no effect")
     ("module,m", po::bool_switch(), "refused: ctrainer-run starts programs, not Python modules")
-    ("run-path", po::bool_switch(), "refused: ctrainer-run starts programs, not Python files");
+    ("run-path", po::bool_switch(), "refused: ctrainer-run starts programs, not Python files")
+    ("config-file", po::value<std::string>(),
+     "an accelerate config file (YAML or JSON, as `accelerate config` writes it): its process "
+     "layout fills the flags not given; values ctrainer-run cannot carry out are refused by key");
   // clang-format on
   return desc;
 }
@@ -213,6 +217,49 @@ void apply_sagemaker_defaults(const po::variables_map& vm, const EnvironmentLook
     options.nproc_per_node = *cluster->num_gpus;
 }
 
+/// --config_file: the accelerate config's layout for the flags not given, as accelerate launch
+/// fills its own flags from the file (accelerate's prepare_multi_gpu_env maps num_processes /
+/// num_machines to torchrun's --nproc-per-node, main_process_* to its rendezvous).
+void apply_accelerate_config(const po::variables_map& vm, const AccelerateConfig& config,
+                             LaunchOptions& options) {
+  const std::string& file = config.source;
+  if (config.num_machines && vm["nnodes"].defaulted()) options.nnodes = *config.num_machines;
+  if (config.machine_rank && vm["node-rank"].defaulted()) options.node_rank = *config.machine_rank;
+  const bool endpoint_given = vm.count("rdzv-endpoint") > 0;
+  if (config.main_process_ip && vm["master-addr"].defaulted() && !endpoint_given)
+    options.master_addr = *config.main_process_ip;
+  if (config.main_process_port && vm["master-port"].defaulted() && !endpoint_given) {
+    if (*config.main_process_port == 0) {
+      if (options.nnodes > 1)
+        throw ArgumentError(file +
+                            ": main_process_port 0 picks a free port on one machine; give "
+                            "the port every machine of the " +
+                            std::to_string(options.nnodes) + " connects to");
+      options.standalone = true;  // accelerate's port 0: a free port, found when the job starts
+    } else {
+      options.master_port = *config.main_process_port;
+    }
+  }
+  if (vm["nproc-per-node"].defaulted()) {
+    if (!config.num_processes)
+      throw ArgumentError(file +
+                          ": no num_processes (or -1); write the processes of all machines "
+                          "there, or pass --nproc-per-node");
+    if (*config.num_processes % options.nnodes != 0)
+      throw ArgumentError(file + ": num_processes " + std::to_string(*config.num_processes) +
+                          " is not a multiple of the " + std::to_string(options.nnodes) +
+                          " machines (num_machines or --nnodes); each machine starts "
+                          "num_processes / num_machines");
+    options.nproc_per_node = *config.num_processes / options.nnodes;
+  }
+  if (options.nnodes > 1 && vm["master-addr"].defaulted() && !endpoint_given &&
+      !config.main_process_ip)
+    throw ArgumentError(file + ": " + std::to_string(options.nnodes) +
+                        " machines need main_process_ip (the address of machine_rank 0), or "
+                        "--master-addr");
+  options.extra_environment = config.worker_environment();
+}
+
 }  // namespace
 
 unsigned LaunchOptions::file_streams(int64_t local_rank) const {
@@ -343,6 +390,9 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& argu
                         std::to_string(options.master_port) + ")");
   if (vm.count("rdzv-endpoint"))
     parse_endpoint(vm["rdzv-endpoint"].as<std::string>(), options.master_addr, options.master_port);
+  if (vm.count("config-file"))
+    apply_accelerate_config(vm, read_accelerate_config(vm["config-file"].as<std::string>()),
+                            options);
   if (options.standalone) {
     if (options.nnodes != 1)
       throw ArgumentError("--standalone runs on one node; drop --nnodes " +

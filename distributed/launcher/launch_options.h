@@ -2,6 +2,7 @@
 /// \file The command line of `ctrainer-run`: torchrun's flags (dash or underscore spelling)
 /// followed by the program to start and its arguments.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,6 +36,9 @@ struct LaunchOptions {
   /// --grace-period: seconds between SIGTERM and SIGKILL when stopping workers (torchrun: 30).
   double grace_period_s = 30;
   std::vector<std::string> command;  ///< the program and its arguments
+  /// Variables every worker gets besides torchrun's: those of --config_file (accelerate's
+  /// ACCELERATE_USE_CPU, ACCELERATE_MIXED_PRECISION, CUDA_VISIBLE_DEVICES).
+  std::map<std::string, std::string> extra_environment;
 
   int64_t world_size() const { return nnodes * nproc_per_node; }
   /// Streams of `local_rank` that go to files: redirected or tee'd (tee implies the file).
@@ -53,6 +57,9 @@ struct ParsedCommandLine {
 /// argument that is not an option (or after `--`); everything from there belongs to the program.
 /// On SageMaker (SM_HOSTS, SM_CURRENT_HOST in `environment`) --nnodes, --node-rank,
 /// --master-addr and --nproc-per-node default to the cluster's layout (read_sagemaker_cluster).
+/// --config_file reads an accelerate config file (read_accelerate_config): its num_machines,
+/// machine_rank, main_process_ip, main_process_port and num_processes / num_machines fill the
+/// flags not given (a flag given wins, as accelerate launch's flags win over its file).
 /// Throws ArgumentError (naming the flag or variable and the fix) for bad input.
 ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& arguments,
                                             const EnvironmentLookup& environment);

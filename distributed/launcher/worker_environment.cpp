@@ -38,6 +38,7 @@ std::map<std::string, std::string> worker_environment(const LaunchOptions& optio
       {"TORCHELASTIC_RUN_ID", rendezvous.run_id},
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},  // Python's str(False): rank 0 hosts the store
   };
+  env.insert(options.extra_environment.begin(), options.extra_environment.end());
   const char* nccl_async = variable("TORCH_NCCL_ASYNC_ERROR_HANDLING");
   env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = nccl_async != nullptr ? nccl_async : "1";
   if (const char* threads = variable("OMP_NUM_THREADS"))

@@ -22,7 +22,8 @@ struct Rendezvous {
 /// MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS,
 /// TORCHELASTIC_RUN_ID, TORCHELASTIC_USE_AGENT_STORE (False: rank 0 hosts the store),
 /// TORCH_NCCL_ASYNC_ERROR_HANDLING (kept when set, else 1) and OMP_NUM_THREADS (kept when set;
-/// 1 when unset and nproc_per_node > 1, as torchrun does).
+/// 1 when unset and nproc_per_node > 1, as torchrun does), and options.extra_environment (the
+/// variables of --config_file).
 std::map<std::string, std::string> worker_environment(const LaunchOptions& options,
                                                       const Rendezvous& rendezvous,
                                                       int64_t local_rank);

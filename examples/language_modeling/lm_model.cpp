@@ -45,15 +45,6 @@ nlohmann::json read_override(const nlohmann::json& current, const std::string& i
                std::string("is not ") + (current.is_number_integer() ? "an integer" : "a number"));
 }
 
-std::vector<std::string> split_on_commas(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
-    items.push_back(text.substr(start, comma - start));
-  items.push_back(text.substr(start));
-  return items;
-}
-
 std::optional<int64_t> model_max_length(const ctrainer::Tokenizer& tokenizer) {
   if (const auto* fast = dynamic_cast<const ctrainer::PreTrainedTokenizerFast*>(&tokenizer))
     return fast->model_max_length();
@@ -64,7 +55,7 @@ std::optional<int64_t> model_max_length(const ctrainer::Tokenizer& tokenizer) {
 
 nlohmann::json apply_config_overrides(nlohmann::json config, const std::string& overrides) {
   if (overrides.empty()) return config;
-  for (const std::string& item : split_on_commas(overrides)) {
+  for (const std::string& item : ctrainer::split(overrides, ',')) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || item.find('=', eq + 1) != std::string::npos)
       bad_override(item, "is not key=value");

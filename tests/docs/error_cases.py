@@ -6,6 +6,7 @@ import os
 import re
 import struct
 
+from error_cases_accelerate import accelerate_cases
 from error_cases_generation import generation_cases
 from error_cases_seq2seq import seq2seq_cases
 
@@ -30,7 +31,7 @@ ABBREVIATIONS = {"$GLUE": GLUE, "$GLUE_DATA": GLUE_DATA, "$CLS": CLS, "$CLM": CL
 
 # Launcher, SageMaker and tracking variables a case must not inherit from the caller's shell.
 CLEANED_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "PMIX_", "SM_", "SMDATAPARALLEL_", "MLFLOW_",
-                    "HF_MLFLOW_", "TORCHELASTIC_", "CTRAINER_", "NCCL_", "GLOO_")
+                    "HF_MLFLOW_", "TORCHELASTIC_", "CTRAINER_", "NCCL_", "GLOO_", "ACCELERATE_")
 CLEANED = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
            "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME",
            "TENSORBOARD_LOGGING_DIR", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}
@@ -897,6 +898,7 @@ def cases():
         ("Checkpoint folders and output_dir", checkpoints),
         ("Launcher arguments (ctrainer-run)", launcher),
         ("Environment variables (torchrun, SLURM, OpenMPI, SageMaker, MLflow)", env),
+        ("accelerate config files and accelerate launch's variables", accelerate_cases(Case)),
         ("ctrainer-tokenize and ctrainer-plot", tokenize_plot),
         ("Language-model text files and models (run_clm, run_mlm)", language_modeling),
         ("LoRA flags and PEFT adapter files (--lora_*, --lora_config)", lora),

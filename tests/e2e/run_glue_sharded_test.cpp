@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -49,6 +50,12 @@ class RunGlueSharded : public ::testing::Test {
   /// run_glue under ctrainer-run with `nproc` processes, writing into dir_/`out`.
   ctrainer::testing::CommandResult run(int nproc, const std::string& out,
                                        const std::string& flags) const {
+    return launch("--standalone --nproc-per-node " + std::to_string(nproc), out, flags);
+  }
+
+  /// run_glue under `ctrainer-run <launcher_flags>`, writing into dir_/`out`.
+  ctrainer::testing::CommandResult launch(const std::string& launcher_flags, const std::string& out,
+                                          const std::string& flags) const {
     const std::string args =
         "--task_name mrpc --data_dir " + (dir_ / "data").string() + " --output_dir " +
         (dir_ / out).string() + " --cache_dir " + (dir_ / "cache").string() + " --config_name " +
@@ -57,8 +64,7 @@ class RunGlueSharded : public ::testing::Test {
         "--learning_rate 1e-3 --logging_steps 1 --report_to none --disable_tqdm --do_train "
         "--do_eval " +
         flags;
-    return ctrainer::testing::run_shell(std::string(CTRAINER_RUN_BINARY) +
-                                        " --standalone --nproc-per-node " + std::to_string(nproc) +
+    return ctrainer::testing::run_shell(std::string(CTRAINER_RUN_BINARY) + " " + launcher_flags +
                                         " " + CTRAINER_RUN_GLUE_BINARY + " " + args);
   }
 
@@ -101,6 +107,44 @@ TEST_F(RunGlueSharded, HfGuideZero3ConfigTrainsWhatStage0Trains) {
   expect_same_training("zero3", "stage0");
   // stage3_gather_16bit_weights_on_model_save: the final model is one HF folder.
   EXPECT_TRUE(fs::exists(dir_ / "zero3" / "model.safetensors"));
+}
+
+// accelerate's multi-CPU DDP config (as `accelerate config` writes it; port 0: a free one)
+// through ctrainer-run --config_file trains bitwise what the same layout given by flags trains.
+TEST_F(RunGlueSharded, AccelerateConfigFileTrainsWhatFlagsTrain) {
+  std::ofstream(dir_ / "accelerate.yaml") << R"(compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: MULTI_CPU
+downcast_bf16: 'no'
+machine_rank: 0
+main_process_port: 0
+main_training_function: main
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: true
+)";
+  const std::string flags = " --per_device_train_batch_size 8 --max_steps 4";
+  const auto from_file =
+      launch("--config_file " + (dir_ / "accelerate.yaml").string(), "file", flags);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  // Two processes of 8: the layout came from the file.
+  EXPECT_NE(from_file.output.find("distributed & accumulation) = 16"), std::string::npos)
+      << from_file.output;
+  const auto from_flags = run(2, "flags", flags);
+  ASSERT_EQ(from_flags.exit_code, 0) << from_flags.output;
+  expect_same_training("file", "flags");
+  std::ifstream a(dir_ / "file" / "model.safetensors", std::ios::binary);
+  std::ifstream b(dir_ / "flags" / "model.safetensors", std::ios::binary);
+  const std::string bytes_a((std::istreambuf_iterator<char>(a)), {});
+  const std::string bytes_b((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_FALSE(bytes_a.empty());
+  EXPECT_TRUE(bytes_a == bytes_b) << "the two models differ";
 }
 
 TEST_F(RunGlueSharded, FsdpFullShardOfBertLayersTrainsWhatDdpTrains) {

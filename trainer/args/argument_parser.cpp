@@ -19,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/distributed/fsdp_config.h>
 #include <ctrainer/distributed/launcher_error_file.h>
+#include <ctrainer/integrations/accelerate/accelerate_environment.h>
 #include <ctrainer/models/tokenizers/unicode.h>
 #include <ctrainer/trainer/args/choices.h>
 #include <ctrainer/trainer/args/option_codec.h>
@@ -418,8 +420,8 @@ void ArgumentParser::apply_json_file(const std::string& path, TrainingArguments&
 }
 
 void ArgumentParser::apply_environment(const std::vector<std::string>& given,
-                                       TrainingArguments& args, PendingErrors& pending) const {
-  const EnvironmentMap environment = environment_ ? *environment_ : process_environment();
+                                       TrainingArguments& args, PendingErrors& pending,
+                                       const EnvironmentMap& environment) const {
   for (const EnvironmentFlagValue& value : sagemaker_flag_values(environment)) {
     const OptionSpec* spec = find(value.flag);
     if (spec == nullptr)
@@ -433,6 +435,44 @@ void ArgumentParser::apply_environment(const std::vector<std::string>& given,
     pending.set(*spec, value.source + ": ", [&] { spec->set_from_tokens(args, value.tokens); });
   }
 }
+
+namespace {
+
+/// accelerate launch's variables, after every other source, as HF's TrainingArguments reads them
+/// in __post_init__ and _setup_devices: ACCELERATE_MIXED_PRECISION unless fp16 or bf16 is on
+/// (`self.mixed_precision = env; if self.fp16: "fp16" elif self.bf16: "bf16"`), so a flag that
+/// turns one on wins and `--bf16 false` does not turn the variable off; ACCELERATE_USE_CPU as
+/// use_cpu (`self.use_cpu or env`); accelerate's FSDP plugin (ACCELERATE_USE_FSDP and FSDP_*)
+/// as --fsdp with that fsdp_config when --fsdp is off.
+void apply_accelerate_environment(const EnvironmentMap& environment, TrainingArguments& args) {
+  const AccelerateLaunchEnvironment launch = read_accelerate_environment(environment);
+  if (launch.mixed_precision && !args.fp16 && !args.bf16)
+    (*launch.mixed_precision == "bf16" ? args.bf16 : args.fp16) = true;
+  if (launch.use_cpu) args.use_cpu = true;
+  // HF's Trainer hands accelerate its own FSDP plugin when --fsdp is on; otherwise accelerate
+  // builds one from the FSDP_* variables.
+  if (launch.fsdp_config && !fsdp_enabled(args.fsdp)) {
+    if (args.deepspeed)
+      throw ArgumentError(
+          "ACCELERATE_USE_FSDP=true (accelerate launch's FSDP) with --deepspeed: choose one, "
+          "the accelerate config's FSDP or the DeepSpeed file");
+    if (args.fsdp_config)
+      throw ArgumentError(
+          "--fsdp_config without --fsdp under accelerate launch's FSDP (ACCELERATE_USE_FSDP=true): "
+          "give --fsdp too (then the flags decide) or drop --fsdp_config (then the accelerate "
+          "config's fsdp_config does)");
+    args.fsdp = "true";
+    args.fsdp_config = launch.fsdp_config->dump();
+  }
+  if (launch.use_deepspeed && !args.deepspeed)
+    throw ArgumentError(
+        "not supported yet: ACCELERATE_USE_DEEPSPEED=true without --deepspeed (ctrainer's "
+        "programs do not read accelerate's DeepSpeed plugin variables yet; pass --deepspeed "
+        "ds_config.json to the program, or use distributed_type MULTI_GPU or MULTI_CPU in the "
+        "accelerate config)");
+}
+
+}  // namespace
 
 bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments& args) {
   if (argc > 0 && argv != nullptr && argv[0] != nullptr) {
@@ -463,13 +503,15 @@ bool ArgumentParser::parse(int argc, const char* const argv[], TrainingArguments
   PendingErrors pending;
   std::vector<std::string> given;  // flags on the command line: the environment's are ignored
   for (const auto& flag : flags) given.push_back(flag.first->name);
-  apply_environment(given, result, pending);
+  const EnvironmentMap environment = environment_ ? *environment_ : process_environment();
+  apply_environment(given, result, pending, environment);
   for (const std::string& path : config_files) apply_json_file(path, result, pending);
   for (const auto& flag : flags) {
     const OptionSpec& spec = *flag.first;
     pending.set(spec, "--" + spec.name + ": ", [&] { spec.set_from_tokens(result, flag.second); });
   }
   pending.throw_first(/*typo=*/true);
+  apply_accelerate_environment(environment, result);
   result.validate();
   pending.throw_first(/*typo=*/false);
   args = std::move(result);

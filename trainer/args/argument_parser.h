@@ -117,16 +117,20 @@ class ArgumentParser {
   /// hyperparameters of SM_HPS or SM_HP_*; a flag also given on the command line keeps the
   /// command line's value), then JSON config files (`--config FILE` or one positional
   /// `FILE.json`, in command-line order), then the command-line flags in order (the last
-  /// occurrence wins), then args.validate(). On --help/-h prints help() to stdout and returns false
-  /// without touching `args`. Throws ArgumentError (or NotSupportedYet); `args` is then unchanged,
-  /// but application targets may already hold parsed values.
+  /// occurrence wins), then what `accelerate launch` exports (read_accelerate_environment:
+  /// ACCELERATE_MIXED_PRECISION when neither fp16 nor bf16 is on, ACCELERATE_USE_CPU as
+  /// use_cpu, as HF's TrainingArguments reads them), then args.validate(). On --help/-h prints
+  /// help() to stdout and returns false without touching `args`. Throws ArgumentError (or
+  /// NotSupportedYet); `args` is then unchanged, but application targets may already hold parsed
+  /// values.
   bool parse(int argc, const char* const argv[], TrainingArguments& args);
 
   /// Every flag with its type, default and help text: TrainingArguments flags by topic, then
   /// the application's flags.
   std::string help() const;
 
-  /// The environment parse() reads SageMaker's values from instead of this process's (tests).
+  /// The environment parse() reads SageMaker's and accelerate's values from instead of this
+  /// process's (tests).
   void set_environment(EnvironmentMap environment) { environment_ = std::move(environment); }
 
  private:
@@ -136,7 +140,7 @@ class ArgumentParser {
   void apply_json_file(const std::string& path, TrainingArguments& args,
                        PendingErrors& pending) const;
   void apply_environment(const std::vector<std::string>& given, TrainingArguments& args,
-                         PendingErrors& pending) const;
+                         PendingErrors& pending, const EnvironmentMap& environment) const;
 
   std::string description_;
   std::string program_ = "program";

@@ -1,0 +1,183 @@
+"""`accelerate launch --config_file X.yaml --no_python run_glue ...` with the real accelerate
+package: run_glue reads what accelerate passes, as HF's Trainer does through Accelerate.
+
+- A DDP config (accelerate's multi-GPU file; on a machine without GPUs the two processes train on
+  the CPU with Gloo) trains bitwise the model that `ctrainer-run --standalone --nproc-per-node 2`
+  trains with the same flags.
+- The same config with mixed_precision: bf16 (accelerate exports ACCELERATE_MIXED_PRECISION=bf16)
+  trains bitwise what `--bf16` trains under ctrainer-run.
+- `ctrainer-run --config_file` on the bf16 file trains bitwise the same model again.
+- The FSDP config of HF's Trainer documentation (FULL_SHARD, TRANSFORMER_BASED_WRAP on
+  BertLayer; accelerate exports ACCELERATE_USE_FSDP and the FSDP_* variables) trains bitwise
+  what `--fsdp "full_shard auto_wrap"` with `transformer_layer_cls_to_wrap: [BertLayer]` (FSDP1)
+  trains under ctrainer-run.
+"""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+from parity_support import EXAMPLES_DATA, binary
+
+RUN_GLUE = binary("run_glue")
+CTRAINER_RUN = binary("ctrainer-run")
+ACCELERATE = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_slice(source, target, rows):
+    with open(source, encoding="utf-8-sig") as f:
+        lines = f.read().splitlines()[: rows + 1]
+    with open(target, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def multi_gpu_config(path, port, mixed_precision="no"):
+    # What `accelerate config` writes for one machine with two GPU processes.
+    with open(path, "w") as f:
+        f.write(f"""compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
+enable_cpu_affinity: false
+gpu_ids: all
+machine_rank: 0
+main_process_port: {port}
+main_training_function: main
+mixed_precision: '{mixed_precision}'
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: false
+""")
+
+
+def fsdp_config(path, port):
+    # The FSDP example of HF's Trainer documentation, two processes.
+    with open(path, "w") as f:
+        f.write(f"""compute_environment: LOCAL_MACHINE
+distributed_type: FSDP
+downcast_bf16: 'no'
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_backward_prefetch_policy: BACKWARD_PRE
+  fsdp_forward_prefetch: true
+  fsdp_offload_params: false
+  fsdp_sharding_strategy: 1
+  fsdp_state_dict_type: FULL_STATE_DICT
+  fsdp_sync_module_states: true
+  fsdp_transformer_layer_cls_to_wrap: BertLayer
+  fsdp_use_orig_params: true
+machine_rank: 0
+main_process_port: {port}
+main_training_function: main
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+""")
+
+
+def main():
+    # ctest empties CUDA_VISIBLE_DEVICES; accelerate would pass an empty gpu list on.
+    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data")
+        os.makedirs(data)
+        write_slice(os.path.join(EXAMPLES_DATA, "glue", "MRPC", "train.tsv"),
+                    os.path.join(data, "train.tsv"), 64)
+        write_slice(os.path.join(EXAMPLES_DATA, "glue", "MRPC", "dev.tsv"),
+                    os.path.join(data, "dev.tsv"), 16)
+        model_config = os.path.join(tmp, "config.json")
+        with open(model_config, "w") as f:
+            f.write('{"model_type": "bert", "vocab_size": 30522, "hidden_size": 16, '
+                    '"num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32, '
+                    '"max_position_embeddings": 64, "hidden_dropout_prob": 0.0, '
+                    '"attention_probs_dropout_prob": 0.0}')
+
+        def glue_args(out, *extra):
+            return ["--task_name", "mrpc", "--data_dir", data, "--output_dir",
+                    os.path.join(tmp, out), "--config_name", model_config, "--tokenizer_name",
+                    os.path.join(EXAMPLES_DATA, "vocab", "bert-base-uncased-vocab.txt"),
+                    "--max_seq_length", "64", "--per_device_train_batch_size", "8",
+                    "--max_steps", "4", "--learning_rate", "1e-3", "--logging_steps", "1",
+                    "--report_to", "none", "--disable_tqdm", "--do_train", "--do_eval",
+                    "--cache_dir", os.path.join(tmp, "cache"), *extra]
+
+        def launch(name, command, expect_ok=True):
+            result = subprocess.run(command, capture_output=True, text=True, timeout=240)
+            if expect_ok and result.returncode != 0:
+                failures.append(f"{name} failed ({result.returncode}):\n{result.stdout[-3000:]}"
+                                f"\n{result.stderr[-3000:]}")
+            return result
+
+        def model_bytes(out):
+            path = os.path.join(tmp, out, "model.safetensors")
+            return open(path, "rb").read() if os.path.exists(path) else None
+
+        pairs = [("accelerate_ddp", "flags_ddp"), ("accelerate_bf16", "flags_bf16"),
+                 ("file_bf16", "flags_bf16")]
+        ddp_file = os.path.join(tmp, "ddp.yaml")
+        multi_gpu_config(ddp_file, free_port())
+        launch("accelerate launch (DDP file)",
+               ACCELERATE + ["--config_file", ddp_file, "--no_python", RUN_GLUE]
+               + glue_args("accelerate_ddp"))
+        launch("ctrainer-run (flags)", [CTRAINER_RUN, "--standalone", "--nproc-per-node", "2",
+                                        RUN_GLUE] + glue_args("flags_ddp"))
+
+        bf16_file = os.path.join(tmp, "bf16.yaml")
+        multi_gpu_config(bf16_file, free_port(), mixed_precision="bf16")
+        launch("accelerate launch (bf16 file)",
+               ACCELERATE + ["--config_file", bf16_file, "--no_python", RUN_GLUE]
+               + glue_args("accelerate_bf16"))
+        launch("ctrainer-run --bf16", [CTRAINER_RUN, "--standalone", "--nproc-per-node", "2",
+                                       RUN_GLUE] + glue_args("flags_bf16", "--bf16"))
+        launch("ctrainer-run --config_file (bf16 file)",
+               [CTRAINER_RUN, "--config_file", bf16_file, RUN_GLUE] + glue_args("file_bf16"))
+
+        fsdp_file = os.path.join(tmp, "fsdp.yaml")
+        fsdp_config(fsdp_file, free_port())
+        fsdp = launch("accelerate launch (FSDP file)",
+                      ACCELERATE + ["--config_file", fsdp_file, "--no_python", RUN_GLUE]
+                      + glue_args("accelerate_fsdp"))
+        if "ZeRO-3" not in fsdp.stdout + fsdp.stderr:
+            failures.append("the FSDP file did not shard the parameters:\n" + fsdp.stderr[-3000:])
+        launch("ctrainer-run --fsdp", [CTRAINER_RUN, "--standalone", "--nproc-per-node", "2",
+                                       RUN_GLUE] + glue_args(
+            "flags_fsdp", "--fsdp", "full_shard auto_wrap", "--fsdp_config",
+            '{"version": 1, "transformer_layer_cls_to_wrap": ["BertLayer"]}'))
+        pairs.append(("accelerate_fsdp", "flags_fsdp"))
+
+        for a, b in pairs:
+            bytes_a, bytes_b = model_bytes(a), model_bytes(b)
+            if bytes_a is None or bytes_b is None:
+                failures.append(f"{a} or {b} wrote no model")
+            elif bytes_a != bytes_b:
+                failures.append(f"{a} and {b} trained different models")
+            else:
+                print(f"{a} == {b}: the same model, byte for byte")
+        if model_bytes("flags_ddp") is not None and model_bytes("flags_ddp") == model_bytes(
+                "flags_bf16"):
+            failures.append("bf16 changed nothing: the comparison cannot tell the runs apart")
+
+    if failures:
+        print("\n".join(failures))
+        sys.exit(1)
+    print("parity: accelerate launch runs run_glue as ctrainer-run does with the same settings")
+
+
+if __name__ == "__main__":
+    main()
