@@ -91,8 +91,8 @@ use_cpu: false
 
 
 def main():
-    # ctest empties CUDA_VISIBLE_DEVICES; accelerate would pass an empty gpu list on.
-    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    # ctest empties CUDA_VISIBLE_DEVICES (both sides train on the CPU, also on a GPU machine);
+    # accelerate launch passes it on to the workers.
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "data")
