@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/core/strings.h>
 
 namespace ctrainer::launcher {
 namespace {
@@ -18,6 +20,15 @@ namespace {
 /// refused before parsing, so a hostile file cannot overflow the stack. Real configs nest 2
 /// levels.
 constexpr int64_t kMaxFlowDepth = 64;
+
+/// A YAML 1.1 boolean as PyYAML's safe_load reads it (true/false, yes/no, on/off, y/n, any
+/// case); nothing for other text.
+std::optional<bool> yaml_boolean(const std::string& text) {
+  const std::string value = lower(text);
+  if (value == "true" || value == "yes" || value == "on" || value == "y") return true;
+  if (value == "false" || value == "no" || value == "off" || value == "n") return false;
+  return std::nullopt;
+}
 
 /// A key of the file and where it is, for messages.
 struct Entry {
@@ -48,13 +59,8 @@ class ConfigReader {
 
   /// YAML 1.1 booleans, as PyYAML's safe_load reads them (true/false, yes/no, on/off).
   bool boolean(const Entry& entry) const {
-    if (entry.value.IsScalar()) {
-      std::string value = entry.value.Scalar();
-      std::transform(value.begin(), value.end(), value.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (value == "true" || value == "yes" || value == "on" || value == "y") return true;
-      if (value == "false" || value == "no" || value == "off" || value == "n") return false;
-    }
+    if (entry.value.IsScalar())
+      if (const auto value = yaml_boolean(entry.value.Scalar())) return *value;
     throw error(entry, "expected true or false");
   }
 
@@ -147,12 +153,6 @@ const std::vector<std::string>& known_keys() {
                                                 "fp16",
                                                 "dynamo_backend"};
   return keys;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 /// "0,1" or a YAML list [0, 1]: CUDA device indices.
@@ -263,9 +263,7 @@ void apply_key(const ConfigReader& reader, const Entry& entry, AccelerateConfig&
     const YAML::Node backend = key == "dynamo_backend" ? section
                                : section.IsMap()       ? section["dynamo_backend"]
                                                        : YAML::Node();
-    std::string value = backend && backend.IsScalar() ? backend.Scalar() : "NO";
-    std::transform(value.begin(), value.end(), value.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    const std::string value = upper(backend && backend.IsScalar() ? backend.Scalar() : "NO");
     if (!ConfigReader::is_empty_section(entry) && value != "NO")
       throw reader.unsupported(entry, "torch.compile is Python's; set dynamo_backend: 'NO'");
   } else if (key == "parallelism_config" || key == "mpirun_config") {
@@ -343,12 +341,8 @@ constexpr FsdpKey kFsdpKeys[] = {
 /// Python's str() of a YAML boolean (True/False) before .lower(): any spelling PyYAML reads as
 /// a boolean gives "true" or "false".
 std::string lowered_boolean(const std::string& text) {
-  std::string value = text;
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (value == "yes" || value == "on" || value == "y") return "true";
-  if (value == "no" || value == "off" || value == "n") return "false";
-  return value;
+  if (const auto value = yaml_boolean(text)) return *value ? "true" : "false";
+  return lower(text);
 }
 
 /// The FSDP_* variables accelerate launch exports for this fsdp_config (prepare_multi_gpu_env).
