@@ -8,6 +8,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/distributed/slurm_hostlist.h>
+#include <ctrainer/integrations/sagemaker/sagemaker_parallelism.h>
 
 namespace ctrainer {
 namespace {
@@ -129,6 +130,7 @@ void read_openmpi(const Variables& vars, ProcessInfo& info) {
 /// the toolkit's own launches. HF's TrainingArguments takes SMDATAPARALLEL_LOCAL_RANK as the
 /// local rank; so does ctrainer, whichever launcher started the process.
 void read_sagemaker(const ProcessInfo::Lookup& lookup, const Variables& vars, ProcessInfo& info) {
+  info.sagemaker_data_parallel = read_sagemaker_parallelism(lookup).data_parallel;
   if (vars.has("SMDATAPARALLEL_LOCAL_RANK"))
     info.local_rank = vars.integer("SMDATAPARALLEL_LOCAL_RANK", info.local_rank);
   const auto cluster = read_sagemaker_cluster(lookup);

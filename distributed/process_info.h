@@ -38,6 +38,11 @@ struct ProcessInfo {
   /// Only read in torchrun's environment (RANK / WORLD_SIZE), where torch reads it too.
   bool use_agent_store = false;
   LaunchEnvironment launched_by = LaunchEnvironment::kSingleProcess;
+  /// SM_FRAMEWORK_PARAMS asks for smdistributed's data parallelism (transformers'
+  /// is_sagemaker_dp_enabled). HF's Trainer then runs DDP over the mpirun ranks on SageMaker's
+  /// "smddp" backend; ctrainer runs the same DDP on NCCL (GPU) or Gloo (CPU), which needs no
+  /// SageMaker library, and says so in its log.
+  bool sagemaker_data_parallel = false;
 
   bool is_world_process_zero() const { return rank == 0; }
   bool is_local_process_zero() const { return local_rank == 0; }
@@ -60,7 +65,9 @@ struct ProcessInfo {
   /// SageMaker's SMDATAPARALLEL_LOCAL_RANK over both; under OpenMPI on SageMaker (its
   /// data-parallel launch) the node rank and MASTER_ADDR default to the cluster layout
   /// (read_sagemaker_cluster: SM_HOSTS, SM_CURRENT_HOST, SM_CURRENT_INSTANCE_GROUP).
-  /// Throws ArgumentError when a variable is not an integer or ranks are inconsistent.
+  /// Throws ArgumentError when a variable is not an integer or ranks are inconsistent, and when
+  /// SM_FRAMEWORK_PARAMS or SM_HP_MP_PARAMETERS is JSON that transformers' rules cannot read
+  /// (read_sagemaker_parallelism).
   static ProcessInfo from_environment(int64_t local_rank_flag = -1);
 
   /// Looks a variable up; std::nullopt when unset or empty.

@@ -26,6 +26,7 @@
 #include <ctrainer/trainer/plot/training_curves.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
+#include <ctrainer/trainer/runtime/sagemaker_outputs.h>
 #include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -172,23 +173,6 @@ void write_training_curves(const ctrainer::TrainingArguments& args) {
   log->info("Training curves written to {}", path.string());
 }
 
-/// On SageMaker, the result files also go to SM_OUTPUT_DATA_DIR (uploaded as output.tar.gz
-/// beside the model), as HF's SageMaker examples write their eval results there.
-void copy_results(const ctrainer::TrainingArguments& args, const std::string& folder) {
-  if (!ctrainer::ProcessInfo::from_environment(args.local_rank).is_world_process_zero() ||
-      !fs::is_directory(args.output_dir))
-    return;
-  fs::create_directories(folder);
-  for (const auto& entry : fs::directory_iterator(args.output_dir)) {
-    const std::string name = entry.path().filename().string();
-    const bool result = name.ends_with("_results.json") || name == "trainer_state.json" ||
-                        (name.starts_with("predict_results_") && name.ends_with(".txt"));
-    if (entry.is_regular_file() && result)
-      fs::copy_file(entry.path(), fs::path(folder) / name, fs::copy_options::overwrite_existing);
-  }
-  ctrainer::logging::logger()->info("Result files copied to {} (SM_OUTPUT_DATA_DIR)", folder);
-}
-
 }  // namespace run_glue
 
 int main(int argc, char** argv) {
@@ -203,8 +187,7 @@ int main(int argc, char** argv) {
     glue_args.validate(args);
     const int code = run_glue::run(args, glue_args);
     if (glue_args.plot) run_glue::write_training_curves(args);
-    if (const auto folder = ctrainer::sagemaker_output_data_dir(environment))
-      run_glue::copy_results(args, *folder);
+    ctrainer::publish_sagemaker_outputs(args, environment);
     return code;
   });
 }

@@ -8,6 +8,7 @@
 #include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
+#include <ctrainer/trainer/runtime/sagemaker_outputs.h>
 #include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -82,6 +83,7 @@ int train_and_evaluate(const ctrainer::TrainingArguments& args, const LmModel& l
     metrics["perplexity"] = std::exp(metrics.at("eval_loss"));
     report(args, "eval", metrics, trainer);
   }
+  ctrainer::publish_sagemaker_outputs(args);  // a no-op outside SageMaker
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
+#include <ctrainer/trainer/runtime/sagemaker_outputs.h>
 #include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/seq2seq_trainer.h>
 
@@ -237,6 +238,7 @@ int run(Seq2SeqArguments& arguments, ctrainer::Seq2SeqTrainingArguments& args,
         throw std::runtime_error("cannot write generated_predictions.txt in " + args.output_dir);
     }
   }
+  ctrainer::publish_sagemaker_outputs(args);  // a no-op outside SageMaker
   return 0;
 }
 

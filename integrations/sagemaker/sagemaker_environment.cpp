@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/strings.h>
+#include <ctrainer/integrations/sagemaker/sagemaker_parallelism.h>
 
 extern char** environ;  // POSIX: the process's environment, NAME=value
 
@@ -58,28 +61,6 @@ std::vector<std::string> tokens_of_text(const std::string& text, const std::stri
   return {text};
 }
 
-/// SageMaker model parallelism (smdistributed.modelparallel) is on when mp_parameters holds
-/// "partitions" (transformers' is_sagemaker_mp_enabled reads SM_HP_MP_PARAMETERS so).
-void refuse_model_parallelism(const json& parameters, const std::string& source) {
-  if (!parameters.is_object() || !parameters.contains("partitions")) return;
-  throw ArgumentError(source + " asks for SageMaker model parallelism (\"partitions\": " +
-                      parameters["partitions"].dump() +
-                      "), which ctrainer does not implement; remove mp_parameters (and the "
-                      "smdistributed modelparallel distribution) from the estimator and shard "
-                      "with --deepspeed or --fsdp instead");
-}
-
-void check_model_parallelism(const EnvironmentMap& environment) {
-  const auto raw = lookup(environment, "SM_HP_MP_PARAMETERS");
-  if (!raw) return;
-  const json parameters = json::parse(*raw, nullptr, /*allow_exceptions=*/false);
-  if (parameters.is_discarded())
-    throw ArgumentError("SM_HP_MP_PARAMETERS='" + *raw +
-                        "' is not valid JSON (SageMaker writes the estimator's mp_parameters "
-                        "as a JSON object)");
-  refuse_model_parallelism(parameters, "SM_HP_MP_PARAMETERS");
-}
-
 bool reserved(const std::string& key) {
   return key.rfind("sagemaker_", 0) == 0 || key == "mp_parameters";
 }
@@ -98,9 +79,12 @@ EnvironmentMap process_environment() {
 
 std::vector<EnvironmentFlagValue> sagemaker_flag_values(const EnvironmentMap& environment) {
   std::vector<EnvironmentFlagValue> values;
-  if (const auto model_dir = lookup(environment, "SM_MODEL_DIR"))
+  if (const auto checkpoints = sagemaker_checkpoint_dir(environment))
+    values.push_back({"output_dir", {*checkpoints}, "SageMaker's checkpoint folder"});
+  else if (const auto model_dir = lookup(environment, "SM_MODEL_DIR"))
     values.push_back({"output_dir", {*model_dir}, "SM_MODEL_DIR"});
-  check_model_parallelism(environment);
+  refuse_sagemaker_model_parallelism(
+      [&](const std::string& name) { return lookup(environment, name); });
 
   if (const auto raw = lookup(environment, "SM_HPS")) {
     const json hyperparameters = json::parse(*raw, nullptr, /*allow_exceptions=*/false);
@@ -108,10 +92,11 @@ std::vector<EnvironmentFlagValue> sagemaker_flag_values(const EnvironmentMap& en
       throw ArgumentError("SM_HPS='" + *raw +
                           "' is not a JSON object of hyperparameters (SageMaker writes "
                           "{\"learning_rate\": 2e-05, \"fp16\": true}); fix or unset it");
-    if (hyperparameters.contains("mp_parameters"))
-      refuse_model_parallelism(hyperparameters["mp_parameters"], "SM_HPS key \"mp_parameters\"");
     for (const auto& [key, value] : hyperparameters.items()) {
       if (reserved(key)) continue;
+      if (key.empty())
+        throw ArgumentError("SM_HPS holds an empty key (with value " + value.dump() +
+                            "); every key names a flag: fix the estimator's hyperparameters");
       const std::string source = "SM_HPS key \"" + key + "\"";
       values.push_back({key, tokens_of(value, source), source});
     }
@@ -152,6 +137,45 @@ std::optional<std::string> sagemaker_channel_file(const EnvironmentMap& environm
   throw ArgumentError(variable + "=" + *folder + " holds " +
                       (files.empty() ? std::string("no file") : listed) + ", and no " + wanted +
                       ": upload one file per channel, or name the split's file " + wanted);
+}
+
+std::optional<std::string> sagemaker_checkpoint_dir(const EnvironmentMap& environment) {
+  constexpr const char* kDefaultFolder = "/opt/ml/checkpoints";
+  std::string path;
+  std::error_code ec;
+  if (const auto file = lookup(environment, "SM_CHECKPOINT_CONFIG_FILE")) {
+    if (!fs::is_regular_file(*file, ec))
+      throw ArgumentError("SM_CHECKPOINT_CONFIG_FILE=" + *file +
+                          " is not a file: point it at SageMaker's checkpointconfig.json or "
+                          "unset it");
+    path = *file;
+  } else if (const auto folder = lookup(environment, "SM_INPUT_CONFIG_DIR")) {
+    path = (fs::path(*folder) / "checkpointconfig.json").string();
+    if (!fs::exists(path, ec)) return std::nullopt;  // no checkpoint_s3_uri in the estimator
+  } else {
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    throw ArgumentError("cannot read SageMaker's checkpoint configuration " + path);
+  const json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object())
+    throw ArgumentError(
+        path +
+        " is not a JSON object: SageMaker writes {\"LocalPath\": "
+        "\"/opt/ml/checkpoints\", \"S3Uri\": \"s3://...\"} there; fix or remove it");
+  const auto local = config.find("LocalPath");
+  if (local == config.end() || local->is_null()) return kDefaultFolder;
+  if (!local->is_string())
+    throw ArgumentError(path + ": \"LocalPath\" is " + local->dump() +
+                        ", not a folder's path; fix or remove it");
+  const std::string& folder = local->get_ref<const std::string&>();
+  return folder.empty() ? std::string(kDefaultFolder) : folder;
+}
+
+std::optional<std::string> sagemaker_model_dir(const EnvironmentMap& environment) {
+  return lookup(environment, "SM_MODEL_DIR");
 }
 
 std::optional<std::string> sagemaker_output_data_dir(const EnvironmentMap& environment) {

@@ -32,8 +32,10 @@ struct EnvironmentFlagValue {
 /// they are (SageMaker's "True"/"False" included), booleans "true"/"false", numbers as written,
 /// null "None", arrays one token per element. Keys SageMaker reserves for itself (sagemaker_*)
 /// are skipped. Throws ArgumentError when SM_HPS is not a JSON object or a value is an object,
-/// and NotSupportedYet for SageMaker model parallelism (mp_parameters with "partitions", as
-/// transformers detects it).
+/// and when the job asks for SageMaker model parallelism (sagemaker_parallelism.h's rule). With
+/// a SageMaker checkpoint folder (sagemaker_checkpoint_dir) the default output_dir is that
+/// folder instead of SM_MODEL_DIR: checkpoints land where SageMaker keeps them across spot
+/// restarts, and a restarted job finds and resumes the latest one.
 std::vector<EnvironmentFlagValue> sagemaker_flag_values(const EnvironmentMap& environment);
 
 /// The file of input channel `channel` (SM_CHANNEL_<CHANNEL>, upper case) for one split: the
@@ -43,6 +45,18 @@ std::vector<EnvironmentFlagValue> sagemaker_flag_values(const EnvironmentMap& en
 std::optional<std::string> sagemaker_channel_file(const EnvironmentMap& environment,
                                                   const std::string& channel,
                                                   const std::vector<std::string>& preferred_names);
+
+/// The checkpoint folder SageMaker syncs with the estimator's checkpoint_s3_uri (managed spot
+/// training keeps it across restarts): "LocalPath" of the checkpoint configuration SageMaker
+/// writes as checkpointconfig.json in SM_INPUT_CONFIG_DIR (or the file SM_CHECKPOINT_CONFIG_FILE
+/// names), "/opt/ml/checkpoints" when LocalPath is absent or empty (the API's default).
+/// std::nullopt when neither variable is set or the folder holds no checkpointconfig.json (the
+/// job has no checkpoint_s3_uri). ArgumentError naming the file when it is unreadable or not a
+/// JSON object with a string LocalPath, or SM_CHECKPOINT_CONFIG_FILE names a missing file.
+std::optional<std::string> sagemaker_checkpoint_dir(const EnvironmentMap& environment);
+
+/// SM_MODEL_DIR, when set.
+std::optional<std::string> sagemaker_model_dir(const EnvironmentMap& environment);
 
 /// SM_OUTPUT_DATA_DIR, when set.
 std::optional<std::string> sagemaker_output_data_dir(const EnvironmentMap& environment);

@@ -2,14 +2,23 @@
 // SM_HPS, the data in the train and eval channels. The model lands in SM_MODEL_DIR, the results
 // also in SM_OUTPUT_DATA_DIR, the hyperparameters take effect, a command-line flag wins over its
 // hyperparameter, and --plot draws the curves next to the model. A malformed SM_HPS stops the
-// run before anything is written.
+// run before anything is written. A managed spot job (checkpoint_s3_uri: SageMaker's
+// checkpointconfig.json), in a local-mode container's environment, stopped as spot capacity is
+// taken back (SIGTERM) and started again with the same environment, resumes from its checkpoint
+// folder on its own and ends with the model of an uninterrupted job.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -89,13 +98,135 @@ TEST_F(RunGlueSageMaker, ChannelsHyperparametersAndFoldersAsAJobGivesThem) {
   }
   EXPECT_GE(evaluations, 1);
   // SM_OUTPUT_DATA_DIR has copies of the results.
-  for (const char* file : {"eval_results.json", "train_results.json", "all_results.json",
-                           "trainer_state.json"})
+  for (const char* file :
+       {"eval_results.json", "train_results.json", "all_results.json", "trainer_state.json"})
     EXPECT_TRUE(fs::exists(dir_ / "output" / file)) << file;
   std::ifstream svg(model / "training_curves.svg");
   const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
   for (const char* panel : {"Training loss", "Learning rate", "Evaluation: accuracy"})
     EXPECT_NE(text.find(panel), std::string::npos) << panel;
+}
+
+/// The environment SageMaker's local mode gives a container (docker-compose host names, every
+/// SM_* variable the training toolkit exports; SM_USER_ARGS restates SM_HPS as arguments) for a
+/// spot job whose estimator set checkpoint_s3_uri: SageMaker wrote checkpointconfig.json into
+/// SM_INPUT_CONFIG_DIR, and syncs its LocalPath with S3 across restarts.
+std::map<std::string, std::string> spot_job_environment(const fs::path& job, const fs::path& data,
+                                                        const std::string& hyperparameters) {
+  fs::create_directories(job / "input/config");
+  std::ofstream(job / "input/config/checkpointconfig.json")
+      << R"({"LocalPath": ")" << (job / "checkpoints").string()
+      << R"(", "S3Uri": "s3://bucket/spot-job/checkpoints"})";
+  return {{"SM_HOSTS", R"(["algo-1-qz8z7"])"},
+          {"SM_CURRENT_HOST", "algo-1-qz8z7"},
+          {"SM_NETWORK_INTERFACE_NAME", "eth0"},
+          {"SM_FRAMEWORK_PARAMS", "{}"},
+          {"SM_RESOURCE_CONFIG", R"({"current_host":"algo-1-qz8z7","hosts":["algo-1-qz8z7"]})"},
+          {"SM_CHANNELS", R"(["eval","train"])"},
+          {"SM_CHANNEL_TRAIN", (data / "input/train").string()},
+          {"SM_CHANNEL_EVAL", (data / "input/eval").string()},
+          {"SM_HPS", hyperparameters},
+          {"SM_USER_ARGS", "[]"},
+          {"SM_INPUT_DIR", (job / "input").string()},
+          {"SM_INPUT_CONFIG_DIR", (job / "input/config").string()},
+          {"SM_MODEL_DIR", (job / "model").string()},
+          {"SM_OUTPUT_DIR", (job / "output").string()},
+          {"SM_OUTPUT_DATA_DIR", (job / "output/data").string()},
+          {"SM_NUM_CPUS", "2"},
+          {"SM_NUM_GPUS", "0"},
+          {"SM_LOG_LEVEL", "20"},
+          {"SM_MODULE_NAME", "train"},
+          {"SM_FRAMEWORK_MODULE", "sagemaker_pytorch_container.training:main"}};
+}
+
+/// The step of the last line of trainer_log.jsonl in `folder` (0 if none yet).
+int64_t last_logged_step(const fs::path& folder) {
+  std::ifstream in(folder / "trainer_log.jsonl");
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line.back() == '}') last = line;
+  const auto parsed = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_object() ? parsed.value("step", int64_t{0}) : 0;
+}
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+TEST_F(RunGlueSageMaker, SpotRestartResumesFromTheCheckpointFolderAsAnUninterruptedJob) {
+  constexpr int kMaxSteps = 150;
+  const std::string hyperparameters =
+      R"({"do_train": true, "do_eval": true, "max_steps": )" + std::to_string(kMaxSteps) +
+      R"(, "per_device_train_batch_size": 16, "learning_rate": 0.001, "logging_steps": 1,)"
+      R"( "save_steps": 20, "save_total_limit": 2, "report_to": "none", "seed": 5,)"
+      R"( "sagemaker_program": "train.sh", "sagemaker_submit_directory": "/opt/ml/code"})";
+  std::ofstream(dir_ / "config.json") << R"({"model_type": "bert", "vocab_size": 30522,
+      "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+      "intermediate_size": 256, "max_position_embeddings": 64})";
+  const std::vector<std::string> command = {
+      CTRAINER_RUN_GLUE_BINARY,
+      "--task_name",
+      "sst2",
+      "--cache_dir",
+      (dir_ / "cache").string(),
+      "--config_name",
+      (dir_ / "config.json").string(),
+      "--tokenizer_name",
+      std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/vocab/bert-base-uncased-vocab.txt",
+      "--max_seq_length",
+      "32",
+      "--disable_tqdm"};
+  using ctrainer::testing::spawn_process;
+  using ctrainer::testing::wait_for;
+  const fs::path reference = dir_ / "reference", spot = dir_ / "spot";
+  const auto reference_env = spot_job_environment(reference, dir_, hyperparameters);
+  ASSERT_EQ(wait_for(spawn_process(command, dir_ / "reference.log", dir_ / "reference.log",
+                                   reference_env)),
+            0)
+      << file_bytes(dir_ / "reference.log");
+
+  // The spot job: capacity is taken back (SIGTERM) after a checkpoint or two.
+  const auto spot_env = spot_job_environment(spot, dir_, hyperparameters);
+  const pid_t first = spawn_process(command, dir_ / "first.log", dir_ / "first.log", spot_env);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (last_logged_step(spot / "checkpoints") < 25 &&
+         std::chrono::steady_clock::now() < deadline) {
+    const auto ended = wait_for(first, std::chrono::milliseconds(2));
+    ASSERT_FALSE(ended.has_value()) << "the job ended (" << *ended << ") before it was stopped:\n"
+                                    << file_bytes(dir_ / "first.log");
+  }
+  ::kill(first, SIGTERM);
+  ASSERT_EQ(wait_for(first), 143) << file_bytes(dir_ / "first.log");
+  const int64_t stopped_at = last_logged_step(spot / "checkpoints");
+  ASSERT_LT(stopped_at, kMaxSteps);
+  std::printf("the spot job was stopped at step %lld\n", static_cast<long long>(stopped_at));
+  EXPECT_FALSE(fs::exists(spot / "model/model.safetensors"));
+
+  // Started again with the same environment: it finds its checkpoint folder and resumes.
+  ASSERT_EQ(wait_for(spawn_process(command, dir_ / "second.log", dir_ / "second.log", spot_env)), 0)
+      << file_bytes(dir_ / "second.log");
+  const std::string second = file_bytes(dir_ / "second.log");
+  EXPECT_NE(second.find("Checkpoint detected, resuming training at " +
+                        (spot / "checkpoints").string() + "/checkpoint-"),
+            std::string::npos)
+      << second;
+  // The model SageMaker uploads equals the uninterrupted job's, byte for byte; the checkpoints
+  // stay in the checkpoint folder, the results go to SM_OUTPUT_DATA_DIR too.
+  for (const fs::path& job : {reference, spot}) {
+    EXPECT_TRUE(fs::exists(job / "checkpoints" / ("checkpoint-" + std::to_string(kMaxSteps)) /
+                           "manifest.json"));
+    for (const auto& entry : fs::directory_iterator(job / "model"))
+      EXPECT_FALSE(entry.is_directory()) << entry.path();
+    EXPECT_TRUE(fs::exists(job / "output/data/eval_results.json"));
+  }
+  EXPECT_EQ(file_bytes(spot / "model/model.safetensors"),
+            file_bytes(reference / "model/model.safetensors"));
+  EXPECT_EQ(read_json(spot / "model/eval_results.json").at("eval_loss"),
+            read_json(reference / "model/eval_results.json").at("eval_loss"));
+  EXPECT_EQ(read_json(spot / "model/trainer_state.json").at("global_step"), kMaxSteps);
 }
 
 TEST_F(RunGlueSageMaker, MalformedHyperparametersStopTheRunBeforeAnythingIsWritten) {

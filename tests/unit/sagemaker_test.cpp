@@ -14,7 +14,10 @@
 #include <ctrainer/distributed/sagemaker_cluster.h>
 #include <ctrainer/examples/glue/glue_arguments.h>
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
+#include <ctrainer/integrations/sagemaker/sagemaker_parallelism.h>
 #include <ctrainer/trainer/args/argument_parser.h>
+#include <ctrainer/trainer/runtime/output_dir.h>
+#include <ctrainer/trainer/runtime/sagemaker_outputs.h>
 
 #include "support/expect_error.h"
 #include "support/parse_args.h"
@@ -121,16 +124,149 @@ TEST(SageMakerHyperparameters, MalformedOrUnknownValuesAreErrorsNamingTheVariabl
   expect_parse_error({{"SM_HPS", R"({"deepspeed": {"zero_optimization": {}}})"}},
                      {"SM_HPS key \"deepspeed\"", "JSON object", "--deepspeed ds.json"});
   expect_parse_error({{"SM_HPS", R"({"seed": [1, 2]})"}}, {"--seed takes one value"});
+  expect_parse_error({{"SM_HPS", R"({"": 1})"}}, {"SM_HPS holds an empty key"});
   expect_parse_error({{"SM_HP_NUM_TRAIN_EPOCHS", "three"}}, {"SM_HP_NUM_TRAIN_EPOCHS"});
 }
 
-TEST(SageMakerHyperparameters, ModelParallelismIsRefused) {
-  expect_parse_error(
-      {{"SM_HP_MP_PARAMETERS", R"({"partitions": 2, "microbatches": 4})"}},
-      {"SM_HP_MP_PARAMETERS", "model parallelism", "\"partitions\": 2", "--deepspeed or --fsdp"});
-  expect_parse_error({{"SM_HPS", R"({"mp_parameters": {"partitions": 4}})"}},
-                     {"SM_HPS key \"mp_parameters\"", "model parallelism"});
-  expect_parse_error({{"SM_HP_MP_PARAMETERS", "{partitions"}}, {"SM_HP_MP_PARAMETERS", "JSON"});
+TEST(SageMakerHyperparameters, ModelParallelismIsRefusedByTransformersRule) {
+  // transformers' is_sagemaker_mp_enabled: "partitions" in SM_HP_MP_PARAMETERS and
+  // sagemaker_mpi_enabled in SM_FRAMEWORK_PARAMS (parity.sagemaker_parallelism checks the rule
+  // case by case against transformers).
+  const std::string mpi = R"({"sagemaker_mpi_enabled": true})";
+  expect_parse_error({{"SM_HP_MP_PARAMETERS", R"({"partitions": 2, "microbatches": 4})"},
+                      {"SM_FRAMEWORK_PARAMS", mpi}},
+                     {"SM_HP_MP_PARAMETERS", "SageMaker model parallelism", "\"partitions\": 2",
+                      "--deepspeed or --fsdp"});
+  // Either half alone, or malformed JSON, is no model parallelism (as in transformers).
+  EXPECT_EQ(parse_with({{"SM_HP_MP_PARAMETERS", R"({"partitions": 2})"}}, {}).seed, 42);
+  EXPECT_EQ(
+      parse_with({{"SM_HP_MP_PARAMETERS", "{partitions"}, {"SM_FRAMEWORK_PARAMS", mpi}}, {}).seed,
+      42);
+  EXPECT_EQ(parse_with({{"SM_HPS", R"({"mp_parameters": {"partitions": 4}, "seed": 5})"}}, {}).seed,
+            5);  // the hyperparameter itself is SageMaker's, skipped
+  // Where transformers raises (TypeError), the variable is named.
+  expect_parse_error({{"SM_HP_MP_PARAMETERS", "5"}}, {"SM_HP_MP_PARAMETERS=5", "TypeError"});
+  expect_parse_error({{"SM_FRAMEWORK_PARAMS", "[1]"}}, {"SM_FRAMEWORK_PARAMS=[1]", "object"});
+}
+
+TEST(SageMakerParallelism, DataParallelismIsReadAsTransformersReadsIt) {
+  const auto read = [](const EnvironmentMap& environment) {
+    return read_sagemaker_parallelism(lookup_in(environment));
+  };
+  EXPECT_FALSE(read({}).data_parallel);
+  EXPECT_TRUE(
+      read({{"SM_FRAMEWORK_PARAMS", R"({"sagemaker_distributed_dataparallel_enabled": true})"}})
+          .data_parallel);
+  // Python truthiness: the string "false" is true, 0 and "" are false; bad JSON is false.
+  EXPECT_TRUE(
+      read({{"SM_FRAMEWORK_PARAMS", R"({"sagemaker_distributed_dataparallel_enabled": "false"})"}})
+          .data_parallel);
+  EXPECT_FALSE(
+      read({{"SM_FRAMEWORK_PARAMS", R"({"sagemaker_distributed_dataparallel_enabled": 0})"}})
+          .data_parallel);
+  EXPECT_FALSE(read({{"SM_FRAMEWORK_PARAMS", "{sagemaker"}}).data_parallel);
+  // The process: DDP on the mpirun ranks, the local rank from SMDATAPARALLEL_LOCAL_RANK.
+  const ProcessInfo info = ProcessInfo::from_variables(lookup_in(
+      {{"OMPI_COMM_WORLD_RANK", "1"},
+       {"OMPI_COMM_WORLD_SIZE", "2"},
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+       {"SMDATAPARALLEL_LOCAL_RANK", "1"},
+       {"SM_FRAMEWORK_PARAMS",
+        R"({"sagemaker_distributed_dataparallel_enabled": true, "sagemaker_instance_type": "ml.p4d.24xlarge"})"}}));
+  EXPECT_TRUE(info.sagemaker_data_parallel);
+  EXPECT_TRUE(info.is_distributed());
+  EXPECT_EQ(info.local_rank, 1);
+  EXPECT_FALSE(ProcessInfo::from_variables(lookup_in({})).sagemaker_data_parallel);
+}
+
+TEST(SageMakerCheckpoints, TheCheckpointFolderIsTheDefaultOutputDir) {
+  const fs::path root = testing::fresh_output_dir("sagemaker_checkpoint_config");
+  fs::create_directories(root / "config");
+  std::ofstream(root / "config" / "checkpointconfig.json")
+      << R"({"LocalPath": ")" << (root / "checkpoints").string()
+      << R"(", "S3Uri": "s3://bucket/job/checkpoints"})";
+  EnvironmentMap job = kEstimatorJob;
+  job["SM_INPUT_CONFIG_DIR"] = (root / "config").string();
+  EXPECT_EQ(sagemaker_checkpoint_dir(job), (root / "checkpoints").string());
+  EXPECT_EQ(parse_with(job, {}).output_dir, (root / "checkpoints").string());
+  // A hyperparameter or a flag still wins.
+  job["SM_HPS"] = R"({"output_dir": "/tmp/run"})";
+  EXPECT_EQ(parse_with(job, {}).output_dir, "/tmp/run");
+  EXPECT_EQ(parse_with(job, {"--output_dir", "mine"}).output_dir, "mine");
+  // No checkpointconfig.json (no checkpoint_s3_uri): SM_MODEL_DIR, as before.
+  EXPECT_EQ(
+      parse_with({{"SM_INPUT_CONFIG_DIR", root.string()}, {"SM_MODEL_DIR", "/opt/ml/model"}}, {})
+          .output_dir,
+      "/opt/ml/model");
+  // No LocalPath: the API's default folder. SM_CHECKPOINT_CONFIG_FILE names the file.
+  std::ofstream(root / "bare.json") << R"({"S3Uri": "s3://bucket/job/checkpoints"})";
+  EXPECT_EQ(
+      sagemaker_checkpoint_dir({{"SM_CHECKPOINT_CONFIG_FILE", (root / "bare.json").string()}}),
+      "/opt/ml/checkpoints");
+  // Malformed files and a missing named file are errors naming them.
+  std::ofstream(root / "bad.json") << R"({"LocalPath": 7})";
+  std::ofstream(root / "broken.json") << R"({"LocalPath": )";
+  expect_error(
+      [&] {
+        sagemaker_checkpoint_dir({{"SM_CHECKPOINT_CONFIG_FILE", (root / "bad.json").string()}});
+      },
+      {"bad.json", "\"LocalPath\" is 7"});
+  expect_parse_error({{"SM_CHECKPOINT_CONFIG_FILE", (root / "broken.json").string()}},
+                     {"broken.json", "is not a JSON object"});
+  expect_parse_error({{"SM_CHECKPOINT_CONFIG_FILE", (root / "none.json").string()}},
+                     {"SM_CHECKPOINT_CONFIG_FILE=", "is not a file"});
+  fs::remove_all(root);
+}
+
+TEST(SageMakerCheckpoints, ARestartResumesFromTheFolderAndNeverRefusesIt) {
+  const fs::path root = testing::fresh_output_dir("sagemaker_checkpoint_restart");
+  const fs::path checkpoints = root / "checkpoints";
+  fs::create_directories(checkpoints / "runs");  // a killed first start left its logs
+  std::ofstream(checkpoints / "trainer_log.jsonl") << "{}\n";
+  std::ofstream(root / "checkpointconfig.json")
+      << R"({"LocalPath": ")" << checkpoints.string() << R"("})";
+  const EnvironmentMap job = {
+      {"SM_CHECKPOINT_CONFIG_FILE", (root / "checkpointconfig.json").string()}};
+  TrainingArguments args;
+  args.do_train = true;
+  args.output_dir = checkpoints.string();
+  // Not empty, no checkpoint: a fresh start there (elsewhere: HF's "already exists" refusal).
+  EXPECT_EQ(check_output_dir(args, job), std::nullopt);
+  expect_error([&] { check_output_dir(args, {}); }, {"already exists and is not empty"});
+  // With a complete checkpoint: resume from it.
+  fs::create_directories(checkpoints / "checkpoint-4");
+  std::ofstream(checkpoints / "checkpoint-4" / "manifest.json") << R"({"files": {}})";
+  const auto found = check_output_dir(args, job);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(fs::path(*found).filename(), "checkpoint-4");
+  fs::remove_all(root);
+}
+
+TEST(SageMakerCheckpoints, TheFinalModelIsPublishedToSmModelDir) {
+  const fs::path root = testing::fresh_output_dir("sagemaker_publish");
+  const fs::path out = root / "checkpoints";
+  fs::create_directories(out / "checkpoint-6");
+  for (const char* file : {"model.safetensors", "config.json", "eval_results.json",
+                           "trainer_state.json", "generated_predictions.txt"})
+    std::ofstream(out / file) << file;
+  std::ofstream(out / "checkpoint-6" / "model.safetensors") << "old";
+  TrainingArguments args;
+  args.output_dir = out.string();
+  publish_sagemaker_outputs(args, {{"SM_MODEL_DIR", (root / "model").string()},
+                                   {"SM_OUTPUT_DATA_DIR", (root / "data").string()}});
+  for (const char* file : {"model.safetensors", "config.json", "eval_results.json"})
+    EXPECT_TRUE(fs::exists(root / "model" / file)) << file;
+  EXPECT_FALSE(fs::exists(root / "model" / "checkpoint-6"));
+  for (const char* file : {"eval_results.json", "trainer_state.json", "generated_predictions.txt"})
+    EXPECT_TRUE(fs::exists(root / "data" / file)) << file;
+  EXPECT_FALSE(fs::exists(root / "data" / "model.safetensors"));
+  // Trained in SM_MODEL_DIR itself: nothing to copy there. Outside SageMaker: nothing at all.
+  args.output_dir = (root / "model").string();
+  publish_sagemaker_outputs(args, {{"SM_MODEL_DIR", (root / "model").string()}});
+  publish_sagemaker_outputs(args, {});
+  EXPECT_EQ(std::distance(fs::directory_iterator(root), fs::directory_iterator()), 3);
+  fs::remove_all(root);
 }
 
 TEST(SageMakerCluster, OutsideSageMakerThereIsNone) {

@@ -8,7 +8,21 @@
 
 namespace ctrainer {
 
-std::optional<std::string> check_output_dir(const TrainingArguments& args) {
+namespace {
+
+/// Whether `output_dir` is SageMaker's checkpoint folder (compared as absolute, normal paths).
+bool is_sagemaker_checkpoint_dir(const std::string& output_dir, const EnvironmentMap& environment) {
+  namespace fs = std::filesystem;
+  const auto checkpoints = sagemaker_checkpoint_dir(environment);
+  std::error_code ec;
+  return checkpoints &&
+         fs::weakly_canonical(*checkpoints, ec) == fs::weakly_canonical(output_dir, ec);
+}
+
+}  // namespace
+
+std::optional<std::string> check_output_dir(const TrainingArguments& args,
+                                            const EnvironmentMap& environment) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!args.do_train || args.overwrite_output_dir || !fs::exists(args.output_dir, ec))
@@ -18,7 +32,8 @@ std::optional<std::string> check_output_dir(const TrainingArguments& args) {
   if (auto latest = latest_complete_checkpoint(args.output_dir))
     return args.resume_from_checkpoint ? std::nullopt
                                        : std::optional<std::string>(latest->string());
-  if (!fs::is_empty(args.output_dir, ec))
+  if (!fs::is_empty(args.output_dir, ec) &&
+      !is_sagemaker_checkpoint_dir(args.output_dir, environment))
     throw ArgumentError("--output_dir " + args.output_dir +
                         " already exists and is not empty. Use --overwrite_output_dir to write "
                         "into it, or choose another directory.");

@@ -113,6 +113,11 @@ TrainingStrategy create_training_strategy(const TrainingArguments& args, const P
   logging::logger()->info("rank {} of {} ({}): joining the {} process group at {}:{}", process.rank,
                           process.world_size, to_string(process.launched_by), group_options.backend,
                           process.rendezvous_address(), process.master_port);
+  if (process.sagemaker_data_parallel)
+    logging::logger()->info(
+        "SageMaker data parallelism (SM_FRAMEWORK_PARAMS): DDP over these ranks on {}, where "
+        "HF's Trainer uses SageMaker's smddp backend (one replica per rank, gradients averaged)",
+        group_options.backend);
   if (process.is_distributed()) {
     out.group = std::make_unique<ProcessGroup>(process, group_options);
   } else {
