@@ -193,9 +193,10 @@ DeepSpeedConfig DeepSpeedConfig::from_file(const std::filesystem::path& path) {
   return DeepSpeedConfig(read_json_config(path, "deepspeed"), path.string());
 }
 
-DeepSpeedConfig DeepSpeedConfig::from_flag(const std::string& value) {
+DeepSpeedConfig DeepSpeedConfig::from_flag(const std::string& value,
+                                           const std::optional<std::string>& inline_name) {
   return DeepSpeedConfig(read_json_config_value(value, "deepspeed"),
-                         is_inline_json(value) ? "(inline JSON)" : value);
+                         is_inline_json(value) ? inline_name.value_or("(inline JSON)") : value);
 }
 
 void DeepSpeedConfig::fail(const std::string& message) const {

@@ -84,8 +84,9 @@ class DeepSpeedConfig {
   /// Reads the file (a syntax error names FILE:LINE:COLUMN) and checks it as above.
   static DeepSpeedConfig from_file(const std::filesystem::path& path);
   /// --deepspeed's value as transformers 5 reads it: inline JSON ('{...}', named "(inline
-  /// JSON)" in messages) or the path of a file.
-  static DeepSpeedConfig from_flag(const std::string& value);
+  /// JSON)" in messages, or `inline_name` when given) or the path of a file.
+  static DeepSpeedConfig from_flag(const std::string& value,
+                                   const std::optional<std::string>& inline_name = std::nullopt);
 
   /// transformers' trainer_config_process: fills the batch sizes, gradient_clipping, optimizer
   /// params (lr, betas, eps, weight_decay), scheduler warmup_min_lr / warmup_max_lr, fp16 /

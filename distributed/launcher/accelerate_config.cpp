@@ -12,6 +12,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/strings.h>
+#include <ctrainer/distributed/launcher/accelerate_deepspeed_section.h>
 
 namespace ctrainer::launcher {
 namespace {
@@ -251,9 +252,25 @@ void apply_key(const ConfigReader& reader, const Entry& entry, AccelerateConfig&
         if (!item.second.IsNull()) config.fsdp_config[item.first.Scalar()] = item.second.Scalar();
       }
     }
-  } else if (key == "deepspeed_config" || key == "megatron_lm_config" || key == "fp8_config") {
-    // accelerate reads these only with distributed_type DEEPSPEED / FSDP / MEGATRON_LM or
-    // mixed_precision fp8, which are refused above and below.
+  } else if (key == "deepspeed_config") {
+    if (!ConfigReader::is_empty_section(entry)) {
+      if (!entry.value.IsMap()) throw reader.error(entry, "expected a section of keys (or {})");
+      config.deepspeed_config_line = entry.value.Mark().line + 1;
+      for (const auto& item : entry.value) {
+        const std::string name = item.first.IsScalar() ? item.first.Scalar() : "?";
+        if (!is_deepspeed_config_key(name))
+          throw reader.error(entry, name +
+                                        " is not a key of accelerate's DeepSpeed settings; remove "
+                                        "it or fix its name (e.g. zero_stage, "
+                                        "gradient_accumulation_steps, deepspeed_config_file)");
+        if (!(item.second.IsScalar() || item.second.IsNull()))
+          throw reader.error(entry, "expected one value per key, such as zero_stage: 3");
+        config.deepspeed_config.emplace_back(name, python_str_of_yaml(item.second));
+      }
+    }
+  } else if (key == "megatron_lm_config" || key == "fp8_config") {
+    // accelerate reads these only with distributed_type MEGATRON_LM or mixed_precision fp8,
+    // which are refused above and below.
     if (!ConfigReader::is_empty_section(entry) && !entry.value.IsMap())
       throw reader.error(entry, "expected a section of keys (or {})");
   } else if (key == "dynamo_config" || key == "dynamo_backend") {
@@ -291,21 +308,16 @@ void check_distributed_type(const std::string& source, const YAML::Node& root,
   const std::string where = source + ":" +
                             std::to_string(root["distributed_type"].Mark().line + 1) +
                             ": distributed_type: ";
-  if (value == "NO" || value == "MULTI_CPU" || value == "MULTI_GPU" || value == "FSDP") return;
-  if (value == "DEEPSPEED")
-    throw ArgumentError(where +
-                        "not supported yet by ctrainer-run (the DeepSpeed plugin's keys); use "
-                        "MULTI_GPU or MULTI_CPU and pass --deepspeed ds_config.json to the "
-                        "program");
+  if (value == "NO" || value == "MULTI_CPU" || value == "MULTI_GPU" || value == "FSDP" ||
+      value == "DEEPSPEED")
+    return;
   static const std::set<std::string> other_devices = {"MULTI_NPU",    "MULTI_MLU", "MULTI_SDAA",
                                                       "MULTI_MUSA",   "MULTI_XPU", "MULTI_HPU",
                                                       "MULTI_NEURON", "XLA",       "MEGATRON_LM"};
   if (other_devices.count(value))
     throw ArgumentError(where + value +
                         " is not available: ctrainer runs on CPU (MULTI_CPU) and CUDA (MULTI_GPU)");
-  throw ArgumentError(where +
-                      "expected NO, MULTI_CPU, MULTI_GPU or FSDP (or accelerate's "
-                      "DEEPSPEED, ...), got '" +
+  throw ArgumentError(where + "expected NO, MULTI_CPU, MULTI_GPU, FSDP or DEEPSPEED, got '" +
                       value + "'");
 }
 
@@ -384,6 +396,10 @@ std::map<std::string, std::string> AccelerateConfig::worker_environment() const 
   if (use_cpu) env["ACCELERATE_USE_CPU"] = "True";  // Python's str(True), as accelerate writes it
   if (gpu_ids) env["CUDA_VISIBLE_DEVICES"] = *gpu_ids;
   if (distributed_type == "FSDP") add_fsdp_environment(*this, env);
+  if (distributed_type == "DEEPSPEED")
+    add_deepspeed_environment(
+        deepspeed_config, num_machines.value_or(1),
+        source + ":" + std::to_string(deepspeed_config_line) + ": deepspeed_config: ", env);
   return env;
 }
 
@@ -427,7 +443,15 @@ AccelerateConfig parse_accelerate_config(std::string_view text, const std::strin
                           std::to_string(config.num_machines.value_or(1)) + " machine(s)");
     config.num_processes = 1;
   }
-  if (config.distributed_type == "FSDP") config.worker_environment();  // checks fsdp_config now
+  if (config.distributed_type == "DEEPSPEED" && config.use_cpu)
+    throw ArgumentError(source +
+                        ": distributed_type DEEPSPEED with use_cpu: true: accelerate launch then "
+                        "starts no DeepSpeed at all; use MULTI_CPU and pass --deepspeed to the "
+                        "program, or set use_cpu: false (a machine without GPUs still trains on "
+                        "its CPU)");
+  // Checks fsdp_config and deepspeed_config now, before anything starts.
+  if (config.distributed_type == "FSDP" || config.distributed_type == "DEEPSPEED")
+    config.worker_environment();
   return config;
 }
 

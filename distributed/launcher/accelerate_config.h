@@ -3,17 +3,19 @@
 /// --config_file X.yaml` reads it), read by `ctrainer-run --config_file` so that a machine
 /// without Python launches from the same file.
 ///
-/// ctrainer-run takes the process layout from it (distributed_type NO, MULTI_CPU, MULTI_GPU or
-/// FSDP; num_processes, num_machines, machine_rank, main_process_ip, main_process_port, gpu_ids)
-/// and passes mixed_precision and use_cpu to the workers as accelerate launch does; it refuses,
-/// naming the key, every value whose meaning it cannot carry out yet (fp8, the DeepSpeed plugin,
-/// dynamo, TPU, elastic rendezvous, ...). A key accelerate does not know is
-/// refused as accelerate refuses it.
+/// ctrainer-run takes the process layout from it (distributed_type NO, MULTI_CPU, MULTI_GPU, FSDP
+/// or DEEPSPEED; num_processes, num_machines, machine_rank, main_process_ip, main_process_port,
+/// gpu_ids) and passes mixed_precision, use_cpu, fsdp_config and deepspeed_config to the workers
+/// as accelerate launch does; it refuses, naming the key, every value whose meaning it cannot
+/// carry out yet (fp8, dynamo, TPU, elastic rendezvous, DeepSpeed's ssh launchers, ...). A key
+/// accelerate does not know is refused as accelerate refuses it.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ctrainer::launcher {
 
@@ -21,7 +23,7 @@ namespace ctrainer::launcher {
 /// the key (so that a flag or a default fills the rest).
 struct AccelerateConfig {
   std::string source;            ///< the file, for messages
-  std::string distributed_type;  ///< NO, MULTI_CPU, MULTI_GPU or FSDP
+  std::string distributed_type;  ///< NO, MULTI_CPU, MULTI_GPU, FSDP or DEEPSPEED
   /// Processes over all machines (accelerate's num_processes); unset when the file leaves it
   /// out or writes -1 ("pass --num_processes").
   std::optional<int64_t> num_processes;
@@ -38,13 +40,19 @@ struct AccelerateConfig {
   /// fsdp_config's values as written (read with distributed_type FSDP), and its line.
   std::map<std::string, std::string> fsdp_config;
   int64_t fsdp_config_line = 0;
+  /// deepspeed_config's keys in the file's order, each with its value as Python's str() gives
+  /// it for what PyYAML reads (True, 1.0, 3, text; null: unset), and its line.
+  std::vector<std::pair<std::string, std::optional<std::string>>> deepspeed_config;
+  int64_t deepspeed_config_line = 0;
 
   /// Variables accelerate launch gives each process for these keys, which ctrainer's programs
   /// read as HF's TrainingArguments reads them: ACCELERATE_MIXED_PRECISION, ACCELERATE_USE_CPU
   /// (True when use_cpu), CUDA_VISIBLE_DEVICES (gpu_ids), and for distributed_type FSDP
   /// ACCELERATE_USE_FSDP with the FSDP_* variables of fsdp_config, as prepare_multi_gpu_env writes
-  /// them (launch's defaults for the keys not given). Throws ArgumentError for an fsdp_config key
-  /// accelerate does not know.
+  /// them (launch's defaults for the keys not given), and for DEEPSPEED ACCELERATE_USE_DEEPSPEED,
+  /// ACCELERATE_CONFIG_DS_FIELDS and the ACCELERATE_DEEPSPEED_* / ACCELERATE_GRADIENT_* variables
+  /// of deepspeed_config, as prepare_deepspeed_cmd_env writes them. Throws ArgumentError for an
+  /// fsdp_config or deepspeed_config key accelerate does not know.
   std::map<std::string, std::string> worker_environment() const;
 };
 

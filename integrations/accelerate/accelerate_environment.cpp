@@ -7,6 +7,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/strings.h>
+#include <ctrainer/integrations/accelerate/accelerate_deepspeed_plugin.h>
 
 namespace ctrainer {
 namespace {
@@ -127,9 +128,15 @@ AccelerateLaunchEnvironment read_accelerate_environment(const EnvironmentMap& en
   }
   launch.use_cpu = flag(environment, "ACCELERATE_USE_CPU");
   launch.use_deepspeed = flag(environment, "ACCELERATE_USE_DEEPSPEED");
+  if (launch.use_deepspeed)
+    launch.deepspeed_config = accelerate_deepspeed_plugin_config(environment);
   // The Accelerator turns these plugins on when the variable is "true" (any case).
   if (lower(lookup(environment, "ACCELERATE_USE_FSDP").value_or("")) == "true")
     launch.fsdp_config = fsdp_plugin_config(environment);
+  if (launch.use_deepspeed && launch.fsdp_config)
+    throw ArgumentError(
+        "ACCELERATE_USE_DEEPSPEED=true and ACCELERATE_USE_FSDP=true together: an accelerate "
+        "config has one distributed_type, DEEPSPEED or FSDP; unset one of the variables");
   if (lower(lookup(environment, "ACCELERATE_USE_MEGATRON_LM").value_or("")) == "true")
     throw unsupported("ACCELERATE_USE_MEGATRON_LM=true (from accelerate launch)",
                       "ctrainer has no Megatron-LM tensor parallelism");

@@ -10,6 +10,10 @@ accelerate itself writes (ClusterConfig.to_yaml_file / to_json_file):
   program, must start as many workers with the same RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
   MASTER_PORT, CUDA_VISIBLE_DEVICES, ACCELERATE_MIXED_PRECISION, and ACCELERATE_USE_FSDP with
   every FSDP_* variable;
+- for each DEEPSPEED file (HF's ZeRO-3 example, a DeepSpeed file with bf16, ZeRO-2 on two
+  machines with deepspeed_multinode_launcher standard, values of every YAML type), the same
+  through launch_command's field list and prepare_deepspeed_cmd_env: ACCELERATE_USE_DEEPSPEED,
+  ACCELERATE_CONFIG_DS_FIELDS and every ACCELERATE_DEEPSPEED_* / ACCELERATE_GRADIENT_* variable;
 - distributed_type NO (accelerate's simple launcher) starts one process.
 """
 import os
@@ -19,7 +23,7 @@ import tempfile
 
 from accelerate.commands.config.config_args import ClusterConfig
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
-from accelerate.utils.launch import prepare_multi_gpu_env
+from accelerate.utils.launch import prepare_deepspeed_cmd_env, prepare_multi_gpu_env
 
 from parity_support import binary, fail_if
 
@@ -56,14 +60,37 @@ CASES = {
         "fsdp_version": 2, "fsdp_auto_wrap_policy": "SIZE_BASED_WRAP",
         "fsdp_min_num_params": 1000, "fsdp_offload_params": True,
         "fsdp_reshard_after_forward": False, "fsdp_activation_checkpointing": True}),
+    # DeepSpeed: HF's ZeRO-3 example, a DeepSpeed file, two machines, YAML values of every type.
+    "DeepSpeed ZeRO-3, HF's example": config(distributed_type="DEEPSPEED", num_processes=2,
+                                             deepspeed_config={
+        "gradient_accumulation_steps": 2, "gradient_clipping": 1.0,
+        "offload_optimizer_device": "none", "offload_param_device": "none",
+        "zero3_init_flag": True, "zero3_save_16bit_model": True, "zero_stage": 3}),
+    "DeepSpeed file, bf16": config(distributed_type="DEEPSPEED", num_processes=2,
+                                   mixed_precision="bf16", deepspeed_config={
+        "deepspeed_config_file": "/configs/ds_zero2.json", "zero3_init_flag": False}),
+    "DeepSpeed ZeRO-2, 2 machines, standard": config(
+        distributed_type="DEEPSPEED", num_processes=4, num_machines=2, machine_rank=1,
+        main_process_ip="10.0.0.3", same_network=True, deepspeed_config={
+            "deepspeed_multinode_launcher": "standard", "zero_stage": 2,
+            "gradient_clipping": 0.00001, "offload_optimizer_device": "CPU",
+            "offload_optimizer_nvme_path": None, "gradient_accumulation_steps": 16}),
 }
 
 
 def accelerate_workers(path):
     """The workers accelerate launch would start through torchrun, and their variables."""
     args = launch_command_parser().parse_args(["--config_file", path, "--no_python", "prog"])
-    args, _, _ = _validate_launch_command(args)
-    env = prepare_multi_gpu_env(args)
+    args, defaults, mp_from_config_flag = _validate_launch_command(args)
+    if args.use_deepspeed:
+        # launch_command's field list, then deepspeed_launcher's environment and torchrun args.
+        fields = list(defaults.deepspeed_config.keys()) if defaults else []
+        if mp_from_config_flag:
+            fields.append("mixed_precision")
+        args.deepspeed_fields_from_accelerate_config = ",".join(fields)
+        _, env = prepare_deepspeed_cmd_env(args)
+    else:
+        env = prepare_multi_gpu_env(args)
     nproc = int(args.nproc_per_node)
     nnodes = int(getattr(args, "nnodes", 1) or 1)
     node_rank = int(getattr(args, "node_rank", 0) or 0)
@@ -80,14 +107,16 @@ def accelerate_workers(path):
             "MASTER_PORT": master_port,
             "CUDA_VISIBLE_DEVICES": env.get("CUDA_VISIBLE_DEVICES", "<unset>"),
             "ACCELERATE_MIXED_PRECISION": env["ACCELERATE_MIXED_PRECISION"],
-            **fsdp_variables(env)})
+            **plugin_variables(env)})
     return workers
 
 
-def fsdp_variables(env):
-    """The variables of accelerate's FSDP plugin among `env`."""
+def plugin_variables(env):
+    """The variables of accelerate's FSDP and DeepSpeed plugins among `env`."""
     return {name: value for name, value in env.items()
-            if name.startswith("FSDP_") or name == "ACCELERATE_USE_FSDP"}
+            if name.startswith(("FSDP_", "ACCELERATE_DEEPSPEED_", "ACCELERATE_GRADIENT_"))
+            or name in ("ACCELERATE_USE_FSDP", "ACCELERATE_USE_DEEPSPEED",
+                        "ACCELERATE_CONFIG_DS_FIELDS")}
 
 
 def ctrainer_workers(path, log_dir):
@@ -102,7 +131,7 @@ def ctrainer_workers(path, log_dir):
         with open(os.path.join(attempt, local, "stdout.log")) as f:
             variables = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
         workers.append({**{name: variables.get(name, "<unset>") for name in COMPARED},
-                        **fsdp_variables(variables)})
+                        **plugin_variables(variables)})
     return workers
 
 

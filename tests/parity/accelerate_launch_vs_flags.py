@@ -11,6 +11,12 @@ package: run_glue reads what accelerate passes, as HF's Trainer does through Acc
   BertLayer; accelerate exports ACCELERATE_USE_FSDP and the FSDP_* variables) trains bitwise
   what `--fsdp "full_shard auto_wrap"` with `transformer_layer_cls_to_wrap: [BertLayer]` (FSDP1)
   trains under ctrainer-run.
+- A DeepSpeed ZeRO-3 accelerate config without a DeepSpeed file (zero_stage 3, gradient
+  accumulation 2, clipping 1.0; accelerate exports ACCELERATE_USE_DEEPSPEED and the
+  ACCELERATE_DEEPSPEED_* variables, and run_glue builds accelerate's DeepSpeed plugin config from
+  them) trains bitwise what `--deepspeed` with the same ZeRO-3 settings trains under ctrainer-run,
+  and so does `ctrainer-run --config_file` on that file. Without `--gradient_accumulation_steps 2`
+  the run stops, as HF's Trainer does, on the plugin's gradient accumulation that disagrees.
 """
 import os
 import socket
@@ -62,6 +68,20 @@ use_cpu: false
 """)
 
 
+def one_machine_two_processes(port):
+    """The layout keys `accelerate config` writes for one machine with two processes."""
+    return f"""machine_rank: 0
+main_process_port: {port}
+main_training_function: main
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+
 def fsdp_config(path, port):
     # The FSDP example of HF's Trainer documentation, two processes.
     with open(path, "w") as f:
@@ -78,16 +98,26 @@ fsdp_config:
   fsdp_sync_module_states: true
   fsdp_transformer_layer_cls_to_wrap: BertLayer
   fsdp_use_orig_params: true
-machine_rank: 0
-main_process_port: {port}
-main_training_function: main
-mixed_precision: 'no'
-num_machines: 1
-num_processes: 2
-rdzv_backend: static
-same_network: true
-use_cpu: false
-""")
+""" + one_machine_two_processes(port))
+
+
+def zero3_config(path, port):
+    # What `accelerate config` writes for DeepSpeed ZeRO-3 without a DeepSpeed file.
+    with open(path, "w") as f:
+        f.write(f"""compute_environment: LOCAL_MACHINE
+debug: false
+deepspeed_config:
+  gradient_accumulation_steps: 2
+  gradient_clipping: 1.0
+  offload_optimizer_device: none
+  offload_param_device: none
+  zero3_init_flag: true
+  zero3_save_16bit_model: true
+  zero_stage: 3
+distributed_type: DEEPSPEED
+downcast_bf16: 'no'
+enable_cpu_affinity: false
+""" + one_machine_two_processes(port))
 
 
 def main():
@@ -160,6 +190,32 @@ def main():
             "flags_fsdp", "--fsdp", "full_shard auto_wrap", "--fsdp_config",
             '{"version": 1, "transformer_layer_cls_to_wrap": ["BertLayer"]}'))
         pairs.append(("accelerate_fsdp", "flags_fsdp"))
+
+        zero3_file = os.path.join(tmp, "zero3.yaml")
+        zero3_config(zero3_file, free_port())
+        zero3 = launch("accelerate launch (DeepSpeed ZeRO-3 file)",
+                       ACCELERATE + ["--config_file", zero3_file, "--no_python", RUN_GLUE]
+                       + glue_args("accelerate_zero3", "--gradient_accumulation_steps", "2"))
+        if "ZeRO-3" not in zero3.stdout + zero3.stderr:
+            failures.append("the DeepSpeed file did not shard the parameters:\n"
+                            + zero3.stderr[-3000:])
+        launch("ctrainer-run --deepspeed", [CTRAINER_RUN, "--standalone", "--nproc-per-node", "2",
+                                            RUN_GLUE] + glue_args(
+            "flags_zero3", "--gradient_accumulation_steps", "2", "--deepspeed",
+            '{"zero_optimization": {"stage": 3}, "gradient_clipping": 1.0}'))
+        launch("ctrainer-run --config_file (DeepSpeed ZeRO-3 file)",
+               [CTRAINER_RUN, "--config_file", zero3_file, RUN_GLUE]
+               + glue_args("file_zero3", "--gradient_accumulation_steps", "2"))
+        pairs += [("accelerate_zero3", "flags_zero3"), ("file_zero3", "flags_zero3")]
+        zero3_file_2 = os.path.join(tmp, "zero3_b.yaml")
+        zero3_config(zero3_file_2, free_port())
+        mismatch = launch("accelerate launch (ZeRO-3 file, no --gradient_accumulation_steps)",
+                          ACCELERATE + ["--config_file", zero3_file_2, "--no_python", RUN_GLUE]
+                          + glue_args("accelerate_zero3_mismatch"), expect_ok=False)
+        if mismatch.returncode == 0 or "gradient_accumulation_steps=2 vs hf " \
+                "gradient_accumulation_steps=1" not in mismatch.stdout + mismatch.stderr:
+            failures.append("the plugin's gradient accumulation 2 against the flag's 1 was not "
+                            "refused:\n" + mismatch.stderr[-3000:])
 
         for a, b in pairs:
             bytes_a, bytes_b = model_bytes(a), model_bytes(b)

@@ -168,6 +168,43 @@ fsdp_config:
                      {"FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD", "false"}}));
 }
 
+TEST(AccelerateConfig, DeepSpeedConfigBecomesAcceleratesVariables) {
+  // HF's ZeRO-3 example, keys in the file's order; values as Python's str() writes what PyYAML
+  // read (parity.accelerate_config_vs_accelerate checks more against accelerate itself).
+  const AccelerateConfig config = parse(
+      "distributed_type: DEEPSPEED\nnum_processes: 2\nmixed_precision: bf16\n"
+      "deepspeed_config:\n  zero_stage: 3\n  gradient_accumulation_steps: 2\n"
+      "  gradient_clipping: 1\n  offload_optimizer_device: CPU\n  zero3_init_flag: yes\n"
+      "  zero3_save_16bit_model: 'True'\n  offload_param_nvme_path: /nvme\n"
+      "  deepspeed_config_file: null\n");
+  const std::map<std::string, std::string> expected = {
+      {"ACCELERATE_MIXED_PRECISION", "bf16"},
+      {"ACCELERATE_USE_DEEPSPEED", "true"},
+      {"ACCELERATE_CONFIG_DS_FIELDS",
+       "zero_stage,gradient_accumulation_steps,gradient_clipping,offload_optimizer_device,"
+       "zero3_init_flag,zero3_save_16bit_model,offload_param_nvme_path,deepspeed_config_file,"
+       "mixed_precision"},
+      {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"},
+      {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "2"},
+      {"ACCELERATE_GRADIENT_CLIPPING", "1"},
+      {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "cpu"},
+      {"ACCELERATE_DEEPSPEED_ZERO3_INIT", "true"},
+      {"ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", "true"}};
+  EXPECT_EQ(config.worker_environment(), expected);
+  // Python's repr() of YAML floats.
+  const auto clipping = [](const std::string& value) {
+    return parse("distributed_type: DEEPSPEED\ndeepspeed_config: {gradient_clipping: " + value +
+                 "}\n")
+        .worker_environment()
+        .at("ACCELERATE_GRADIENT_CLIPPING");
+  };
+  EXPECT_EQ(clipping("1.0"), "1.0");
+  EXPECT_EQ(clipping("0.00001"), "1e-05");
+  EXPECT_EQ(clipping("1_000.5"), "1000.5");
+  EXPECT_EQ(clipping("1e3"), "1e3");  // no dot: a string to YAML 1.1
+  EXPECT_EQ(clipping("12345678901234567.0"), "1.2345678901234568e+16");
+}
+
 TEST(AccelerateConfig, ValuesItCannotCarryOutAreRefusedByKey) {
   const std::string cpu = "distributed_type: MULTI_CPU\nnum_processes: 2\n";
   expect_error([&] { parse(cpu + "mixed_precision: fp8\n"); },
@@ -179,10 +216,20 @@ TEST(AccelerateConfig, ValuesItCannotCarryOutAreRefusedByKey) {
   expect_error(
       [] { parse("distributed_type: FSDP\nfsdp_config:\n  fsdp_sync_module_states: false\n"); },
       {"fsdp_cpu_ram_efficient_loading needs fsdp_sync_module_states: true"});
-  expect_error([] { parse("distributed_type: DEEPSPEED\n"); }, {"--deepspeed ds_config.json"});
+  expect_error([] { parse("distributed_type: DEEPSPEED\ndeepspeed_config: {zero_stages: 3}\n"); },
+               {"deepspeed_config: zero_stages is not a key of accelerate's DeepSpeed settings"});
+  expect_error(
+      [] {
+        parse(
+            "distributed_type: DEEPSPEED\nnum_processes: 4\nnum_machines: 2\n"
+            "main_process_ip: 10.0.0.1\ndeepspeed_config: {zero_stage: 2}\n");
+      },
+      {"deepspeed_multinode_launcher pdsh", "standard"});
+  expect_error([] { parse("distributed_type: DEEPSPEED\nuse_cpu: true\n"); },
+               {"DEEPSPEED with use_cpu: true"});
   expect_error([] { parse("distributed_type: XLA\n"); }, {"XLA is not available"});
   expect_error([] { parse("distributed_type: MULTI_TPU\n"); },
-               {"expected NO, MULTI_CPU, MULTI_GPU or FSDP", "'MULTI_TPU'"});
+               {"expected NO, MULTI_CPU, MULTI_GPU, FSDP or DEEPSPEED", "'MULTI_TPU'"});
   expect_error([&] { parse(cpu + "rdzv_backend: c10d\n"); },
                {"rdzv_backend: not supported yet", "only the static rendezvous"});
   expect_error([&] { parse(cpu + "dynamo_config: {dynamo_backend: INDUCTOR}\n"); },

@@ -2,17 +2,21 @@
 // ACCELERATE_MIXED_PRECISION turns on bf16 / fp16 unless a flag already turned one on (even
 // `--bf16 false` leaves it on, as HF's `self.mixed_precision = env; if self.fp16: ...` does),
 // ACCELERATE_USE_CPU as --use_cpu, accelerate's FSDP plugin (ACCELERATE_USE_FSDP, FSDP_*) as
-// --fsdp with the fsdp_config transformers would pass, and the plugins our programs cannot take
-// from the environment (DeepSpeed without --deepspeed, Megatron-LM, dynamo, debug) refused.
+// --fsdp with the fsdp_config transformers would pass, accelerate's DeepSpeed plugin
+// (ACCELERATE_USE_DEEPSPEED, ACCELERATE_DEEPSPEED_*) as --deepspeed with the plugin's config, and
+// what our programs cannot take from the environment (Megatron-LM, dynamo, debug) refused.
+// parity.accelerate_deepspeed_plugin compares the plugin's config with accelerate's own.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <ctrainer/distributed/sharding_options.h>
+#include <ctrainer/integrations/accelerate/accelerate_deepspeed_plugin.h>
 #include <ctrainer/integrations/accelerate/accelerate_environment.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/args/sharding_files.h>
@@ -93,8 +97,10 @@ TEST(AccelerateEnvironment, WhatOurProgramsCannotTakeIsRefusedByName) {
                  {"LOCAL_STATE_DICT"});
   expect_refused({{"ACCELERATE_USE_FSDP", "true"}}, {"--fsdp_config without --fsdp"},
                  {"--fsdp_config", R"({"version": 1})"});
-  expect_refused({{"ACCELERATE_USE_DEEPSPEED", "true"}},
-                 {"ACCELERATE_USE_DEEPSPEED=true without --deepspeed", "--deepspeed"});
+  expect_refused({{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3.0"}},
+                 {"ACCELERATE_DEEPSPEED_ZERO_STAGE='3.0' is not a whole number"});
+  expect_refused({{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_USE_FSDP", "true"}},
+                 {"ACCELERATE_USE_DEEPSPEED=true and ACCELERATE_USE_FSDP=true"});
   expect_refused({{"ACCELERATE_USE_MEGATRON_LM", "TRUE"}}, {"ACCELERATE_USE_MEGATRON_LM=true"});
   expect_refused({{"ACCELERATE_DYNAMO_BACKEND", "INDUCTOR"}},
                  {"ACCELERATE_DYNAMO_BACKEND=INDUCTOR", "torch.compile"});
@@ -165,6 +171,87 @@ TEST(AccelerateEnvironment, DeepSpeedWithItsConfigFileGiven) {
   const TrainingArguments args =
       parse_with({{"ACCELERATE_USE_DEEPSPEED", "true"}}, {"--deepspeed", config});
   EXPECT_EQ(args.deepspeed, config);
+}
+
+// What accelerate launch exports for a ZeRO-3 accelerate config without a DeepSpeed file
+// (prepare_deepspeed_cmd_env), as accelerate's DeepSpeedPlugin builds its config from it.
+const EnvironmentMap kDeepSpeedLaunch = {
+    {"ACCELERATE_USE_DEEPSPEED", "true"},
+    {"ACCELERATE_CONFIG_DS_FIELDS",
+     "gradient_accumulation_steps,gradient_clipping,offload_optimizer_device,"
+     "offload_param_device,zero3_init_flag,zero3_save_16bit_model,zero_stage,mixed_precision"},
+    {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"},
+    {"ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "2"},
+    {"ACCELERATE_GRADIENT_CLIPPING", "1.0"},
+    {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "none"},
+    {"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", "none"},
+    {"ACCELERATE_DEEPSPEED_ZERO3_INIT", "true"},
+    {"ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", "true"},
+    {"ACCELERATE_MIXED_PRECISION", "bf16"}};
+
+TEST(AccelerateEnvironment, DeepSpeedPluginFromTheVariables) {
+  const TrainingArguments args =
+      parse_with(kDeepSpeedLaunch, {"--gradient_accumulation_steps", "2"});
+  ASSERT_TRUE(args.deepspeed.has_value());
+  EXPECT_TRUE(args.bf16);
+  const nlohmann::json expected = nlohmann::json::parse(R"({
+    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": 2, "gradient_clipping": 1.0,
+    "zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "none", "nvme_path": null},
+      "offload_param": {"device": "none", "nvme_path": null},
+      "stage3_gather_16bit_weights_on_model_save": true},
+    "bf16": {"enabled": true}, "fp16": {"enabled": false}})");
+  EXPECT_EQ(nlohmann::json::parse(*args.deepspeed), expected);
+  ASSERT_TRUE(args.sharding_files && args.sharding_files->deepspeed_config);
+  // (The plugin's gradient accumulation must agree with the flag, as transformers checks it
+  // when the Trainer starts: parity.accelerate_launch_vs_flags runs that.)
+  // --deepspeed given: its file wins and the variables are not read.
+  const std::string file =
+      (std::filesystem::path(CTRAINER_TEST_DATA_DIR) / "deepspeed" / "ds_config_zero3.json")
+          .string();
+  EXPECT_EQ(parse_with(kDeepSpeedLaunch, {"--deepspeed", file}).deepspeed, file);
+  expect_refused(kDeepSpeedLaunch, {"--fsdp full_shard", "ACCELERATE_USE_DEEPSPEED=true"},
+                 {"--gradient_accumulation_steps", "2", "--fsdp", "full_shard"});
+}
+
+TEST(AccelerateEnvironment, DeepSpeedPluginFromAConfigFile) {
+  const std::filesystem::path folder =
+      std::filesystem::path(::testing::TempDir()) / "accelerate_deepspeed_file";
+  std::filesystem::create_directories(folder);
+  const std::string file = (folder / "ds.json").string();
+  std::ofstream(file)
+      << R"({"zero_optimization": {"stage": "auto", "offload_optimizer": {"device": "auto"}},
+                             "gradient_clipping": 0.5, "train_micro_batch_size_per_gpu": "auto"})";
+  EnvironmentMap launch = {{"ACCELERATE_USE_DEEPSPEED", "true"},
+                           {"ACCELERATE_DEEPSPEED_CONFIG_FILE", file},
+                           {"ACCELERATE_CONFIG_DS_FIELDS", "deepspeed_config_file,zero3_init_flag"},
+                           {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "1"}};
+  nlohmann::json config = accelerate_deepspeed_plugin_config(launch);
+  // "auto" at the plugin's keys filled from the variables (stage 1, device "none"), the rest
+  // kept; gradient_accumulation_steps 1 added.
+  EXPECT_EQ(config.at("zero_optimization").at("stage"), 1);
+  EXPECT_EQ(config.at("zero_optimization").at("offload_optimizer").at("device"), "none");
+  EXPECT_EQ(config.at("gradient_clipping"), 0.5);
+  EXPECT_EQ(config.at("gradient_accumulation_steps"), 1);
+  EXPECT_EQ(config.at("train_micro_batch_size_per_gpu"), "auto");
+  apply_deepspeed_mixed_precision(config, "fp16");
+  EXPECT_EQ(config.at("fp16"), nlohmann::json::parse(R"({"enabled": true, "auto_cast": true})"));
+  EXPECT_EQ(config.at("bf16"), nlohmann::json::parse(R"({"enabled": false})"));
+  nlohmann::json both = {{"zero_optimization", {{"stage", 2}}}, {"bf16", {{"enabled", "True"}}}};
+  expect_error([&] { apply_deepspeed_mixed_precision(both, "fp16"); },
+               {"mixed precision fp16", "\"bf16\" enabled"});
+  // Settings the file replaces may not come from the accelerate config too.
+  launch["ACCELERATE_CONFIG_DS_FIELDS"] = "deepspeed_config_file,zero_stage";
+  expect_error([&] { accelerate_deepspeed_plugin_config(launch); },
+               {"sets zero_stage next to deepspeed_config_file"});
+  std::ofstream(file) << R"({"train_batch_size": 8})";
+  launch["ACCELERATE_CONFIG_DS_FIELDS"] = "";
+  expect_error([&] { accelerate_deepspeed_plugin_config(launch); },
+               {"ACCELERATE_DEEPSPEED_CONFIG_FILE=", "no \"zero_optimization\""});
+  launch["ACCELERATE_DEEPSPEED_CONFIG_FILE"] = (folder / "missing.json").string();
+  expect_error([&] { accelerate_deepspeed_plugin_config(launch); }, {"missing.json: no such file"});
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace accelerate_environment_test

@@ -21,6 +21,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/fsdp_config.h>
 #include <ctrainer/distributed/launcher_error_file.h>
+#include <ctrainer/integrations/accelerate/accelerate_deepspeed_plugin.h>
 #include <ctrainer/integrations/accelerate/accelerate_environment.h>
 #include <ctrainer/models/tokenizers/unicode.h>
 #include <ctrainer/trainer/args/choices.h>
@@ -443,7 +444,9 @@ namespace {
 /// (`self.mixed_precision = env; if self.fp16: "fp16" elif self.bf16: "bf16"`), so a flag that
 /// turns one on wins and `--bf16 false` does not turn the variable off; ACCELERATE_USE_CPU as
 /// use_cpu (`self.use_cpu or env`); accelerate's FSDP plugin (ACCELERATE_USE_FSDP and FSDP_*)
-/// as --fsdp with that fsdp_config when --fsdp is off.
+/// as --fsdp with that fsdp_config when --fsdp is off; accelerate's DeepSpeed plugin
+/// (ACCELERATE_USE_DEEPSPEED and ACCELERATE_DEEPSPEED_*) as --deepspeed with the plugin's config
+/// when --deepspeed is not given.
 void apply_accelerate_environment(const EnvironmentMap& environment, TrainingArguments& args) {
   const AccelerateLaunchEnvironment launch = read_accelerate_environment(environment);
   if (launch.mixed_precision && !args.fp16 && !args.bf16)
@@ -464,12 +467,20 @@ void apply_accelerate_environment(const EnvironmentMap& environment, TrainingArg
     args.fsdp = "true";
     args.fsdp_config = launch.fsdp_config->dump();
   }
-  if (launch.use_deepspeed && !args.deepspeed)
-    throw ArgumentError(
-        "not supported yet: ACCELERATE_USE_DEEPSPEED=true without --deepspeed (ctrainer's "
-        "programs do not read accelerate's DeepSpeed plugin variables yet; pass --deepspeed "
-        "ds_config.json to the program, or use distributed_type MULTI_GPU or MULTI_CPU in the "
-        "accelerate config)");
+  // HF's TrainingArguments builds accelerate's DeepSpeed plugin from the variables only when
+  // --deepspeed is not given (the flag's file wins), with its own mixed precision.
+  if (launch.deepspeed_config && !args.deepspeed) {
+    if (fsdp_enabled(args.fsdp))
+      throw ArgumentError("--fsdp " + args.fsdp +
+                          " under accelerate launch's DeepSpeed (ACCELERATE_USE_DEEPSPEED=true): "
+                          "choose one, drop --fsdp or use an accelerate config without DeepSpeed");
+    nlohmann::json config = *launch.deepspeed_config;
+    apply_deepspeed_mixed_precision(config, args.fp16 ? "fp16" : args.bf16 ? "bf16" : "no");
+    args.deepspeed = config.dump();
+    args.deepspeed_origin =
+        "(the DeepSpeed config of accelerate launch's plugin, "
+        "ACCELERATE_USE_DEEPSPEED)";
+  }
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ std::shared_ptr<const ShardingFiles> read_sharding_files(const TrainingArguments
         args.fsdp_config ? read_fsdp_config(*args.fsdp_config) : nlohmann::json::object(),
         args.fsdp_config ? "--fsdp_config " + *args.fsdp_config : "--fsdp_config");
   }
-  if (args.deepspeed) files->deepspeed_config = DeepSpeedConfig::from_flag(*args.deepspeed);
+  if (args.deepspeed)
+    files->deepspeed_config = DeepSpeedConfig::from_flag(*args.deepspeed, args.deepspeed_origin);
   return files;
 }
 

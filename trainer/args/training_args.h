@@ -193,6 +193,9 @@ struct TrainingArguments {
   std::string fsdp;
   std::optional<std::string> fsdp_config;
   std::optional<std::string> deepspeed;
+  /// Where a deepspeed value that no flag gave came from, to name it in messages (accelerate
+  /// launch's DeepSpeed plugin). Not a flag.
+  std::optional<std::string> deepspeed_origin;
   /// The files of fsdp_config and deepspeed as validate() read them (args/sharding_files.h);
   /// the Trainer resolves these instead of reading the files again. Not a flag.
   std::shared_ptr<const ShardingFiles> sharding_files;
