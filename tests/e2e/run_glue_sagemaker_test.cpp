@@ -5,7 +5,9 @@
 // run before anything is written. A managed spot job (checkpoint_s3_uri: SageMaker's
 // checkpointconfig.json), in a local-mode container's environment, stopped as spot capacity is
 // taken back (SIGTERM) and started again with the same environment, resumes from its checkpoint
-// folder on its own and ends with the model of an uninterrupted job.
+// folder on its own and ends with the model of an uninterrupted job. A data-parallel job
+// (SM_FRAMEWORK_PARAMS with sagemaker_distributed_dataparallel_enabled, two ranks as SageMaker's
+// mpirun starts them) trains what the same two ranks train under torchrun's variables.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -227,6 +230,81 @@ TEST_F(RunGlueSageMaker, SpotRestartResumesFromTheCheckpointFolderAsAnUninterrup
   EXPECT_EQ(read_json(spot / "model/eval_results.json").at("eval_loss"),
             read_json(reference / "model/eval_results.json").at("eval_loss"));
   EXPECT_EQ(read_json(spot / "model/trainer_state.json").at("global_step"), kMaxSteps);
+}
+
+TEST_F(RunGlueSageMaker, DataParallelJobTrainsAsDdpOverTheMpirunRanks) {
+  using ctrainer::testing::spawn_process;
+  using ctrainer::testing::wait_for;
+  const auto command = [&](const std::string& out) -> std::vector<std::string> {
+    return {CTRAINER_RUN_GLUE_BINARY,
+            "--task_name",
+            "sst2",
+            "--cache_dir",
+            (dir_ / ("cache_" + out)).string(),
+            "--config_name",
+            (dir_ / "config.json").string(),
+            "--tokenizer_name",
+            std::string(CTRAINER_EXAMPLES_DATA_DIR) + "/vocab/bert-base-uncased-vocab.txt",
+            "--max_seq_length",
+            "32",
+            "--disable_tqdm",
+            "--do_train",
+            "--train_file",
+            (dir_ / "input/train/sst2_part_0.tsv").string(),
+            "--max_steps",
+            "4",
+            "--per_device_train_batch_size",
+            "4",
+            "--learning_rate",
+            "0.001",
+            "--report_to",
+            "none",
+            "--save_strategy",
+            "no",
+            "--output_dir",
+            (dir_ / out).string()};
+  };
+  // Two ranks on one host, with the variables each launcher gives them.
+  const auto train = [&](const std::string& out, bool sagemaker) {
+    const int port = ctrainer::testing::free_port();
+    std::vector<pid_t> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      std::map<std::string, std::string> env = {{"MASTER_ADDR", "127.0.0.1"},
+                                                {"MASTER_PORT", std::to_string(port)}};
+      if (sagemaker) {
+        env.insert(
+            {{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+             {"OMPI_COMM_WORLD_SIZE", "2"},
+             {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)},
+             {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+             {"SMDATAPARALLEL_LOCAL_RANK", std::to_string(rank)},
+             {"SM_FRAMEWORK_PARAMS", R"({"sagemaker_distributed_dataparallel_enabled": true,)"
+                                     R"( "sagemaker_instance_type": "ml.p4d.24xlarge"})"},
+             {"SM_HOSTS", R"(["algo-1"])"},
+             {"SM_CURRENT_HOST", "algo-1"}});
+      } else {
+        env.insert({{"RANK", std::to_string(rank)},
+                    {"WORLD_SIZE", "2"},
+                    {"LOCAL_RANK", std::to_string(rank)},
+                    {"LOCAL_WORLD_SIZE", "2"}});
+      }
+      const fs::path log = dir_ / (out + "_" + std::to_string(rank) + ".log");
+      ranks.push_back(spawn_process(command(out), log, log, env));
+    }
+    for (int rank = 0; rank < 2; ++rank)
+      EXPECT_EQ(wait_for(ranks[rank]), 0)
+          << file_bytes(dir_ / (out + "_" + std::to_string(rank) + ".log"));
+  };
+  train("sagemaker", true);
+  train("torchrun", false);
+  const std::string log = file_bytes(dir_ / "sagemaker_0.log");
+  EXPECT_NE(log.find("rank 0 of 2 (OpenMPI)"), std::string::npos) << log;
+  EXPECT_NE(log.find("SageMaker data parallelism (SM_FRAMEWORK_PARAMS): DDP over these ranks"),
+            std::string::npos)
+      << log;
+  ASSERT_TRUE(fs::exists(dir_ / "sagemaker/model.safetensors"));
+  EXPECT_EQ(file_bytes(dir_ / "sagemaker/model.safetensors"),
+            file_bytes(dir_ / "torchrun/model.safetensors"));
 }
 
 TEST_F(RunGlueSageMaker, MalformedHyperparametersStopTheRunBeforeAnythingIsWritten) {

@@ -4,6 +4,9 @@ package: run_glue reads what accelerate passes, as HF's Trainer does through Acc
 - A DDP config (accelerate's multi-GPU file; on a machine without GPUs the two processes train on
   the CPU with Gloo) trains bitwise the model that `ctrainer-run --standalone --nproc-per-node 2`
   trains with the same flags.
+- The same DDP config on two machines (num_machines 2, one process each, main_process_ip
+  127.0.0.1: two `accelerate launch` runs on this host, the second with --machine_rank 1) trains
+  that model too.
 - The same config with mixed_precision: bf16 (accelerate exports ACCELERATE_MIXED_PRECISION=bf16)
   trains bitwise what `--bf16` trains under ctrainer-run.
 - `ctrainer-run --config_file` on the bf16 file trains bitwise the same model again.
@@ -44,8 +47,10 @@ def write_slice(source, target, rows):
         f.write("\n".join(lines) + "\n")
 
 
-def multi_gpu_config(path, port, mixed_precision="no"):
-    # What `accelerate config` writes for one machine with two GPU processes.
+def multi_gpu_config(path, port, mixed_precision="no", machines=1):
+    # What `accelerate config` writes for two GPU processes on one machine, or on two.
+    layout = "num_machines: 1\n" if machines == 1 else (
+        "num_machines: 2\nmain_process_ip: 127.0.0.1\n")
     with open(path, "w") as f:
         f.write(f"""compute_environment: LOCAL_MACHINE
 debug: false
@@ -57,8 +62,7 @@ machine_rank: 0
 main_process_port: {port}
 main_training_function: main
 mixed_precision: '{mixed_precision}'
-num_machines: 1
-num_processes: 2
+{layout}num_processes: 2
 rdzv_backend: static
 same_network: true
 tpu_env: []
@@ -167,6 +171,21 @@ def main():
                + glue_args("accelerate_ddp"))
         launch("ctrainer-run (flags)", [CTRAINER_RUN, "--standalone", "--nproc-per-node", "2",
                                         RUN_GLUE] + glue_args("flags_ddp"))
+
+        # Two machines on this host, sharing a folder as machines share a file system (every
+        # rank must be given the same arguments): both launches run at once.
+        two_file = os.path.join(tmp, "two_machines.yaml")
+        multi_gpu_config(two_file, free_port(), machines=2)
+        machines = [subprocess.Popen(
+            ACCELERATE + ["--config_file", two_file, "--machine_rank", str(rank), "--no_python",
+                          RUN_GLUE] + glue_args("accelerate_two_machines"),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+        for rank, machine in enumerate(machines):
+            output, _ = machine.communicate(timeout=240)
+            if machine.returncode != 0:
+                failures.append(f"accelerate launch, machine {rank} of 2, failed "
+                                f"({machine.returncode}):\n{output[-3000:]}")
+        pairs.append(("accelerate_two_machines", "flags_ddp"))
 
         bf16_file = os.path.join(tmp, "bf16.yaml")
         multi_gpu_config(bf16_file, free_port(), mixed_precision="bf16")
