@@ -166,6 +166,12 @@ class Trainer {
   /// HF save_state: output_dir/trainer_state.json (log history, best checkpoint, ...), written
   /// by the world process zero.
   void save_state() const;
+  /// HF log_metrics: the "***** <split> metrics *****" block, one aligned "  key = value" line
+  /// per metric, printed to stdout by the world process zero.
+  void log_metrics(const std::string& split, const Metrics& metrics) const;
+  /// HF save_metrics: output_dir/<split>_results.json, merged into output_dir/all_results.json,
+  /// written by the world process zero.
+  void save_metrics(const std::string& split, const Metrics& metrics) const;
 
   // ---- callbacks ---------------------------------------------------------------------------
   void add_callback(std::shared_ptr<TrainerCallback> callback);

@@ -22,7 +22,6 @@
 #include <ctrainer/models/tokenizers/wordpiece/bert_tokenizer.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/trainer.h>
 
@@ -141,12 +140,12 @@ int run(ctrainer::TrainingArguments args, const ExampleOptions& opt) {
                               weights);
   if (args.do_train) {
     auto result = trainer.train().metrics;
-    std::fputs(ctrainer::format_metrics_block("train", result).c_str(), stdout);
+    trainer.log_metrics("train", result);
   }
   if (args.do_eval) {
     auto result = trainer.evaluate();
-    std::fputs(ctrainer::format_metrics_block("eval", result).c_str(), stdout);
-    ctrainer::save_metrics(args.output_dir, "eval", result);
+    trainer.log_metrics("eval", result);
+    trainer.save_metrics("eval", result);
   }
   return 0;
 }

@@ -8,7 +8,6 @@
 // Outputs in --output_dir, like HF: the final model (config.json, model.safetensors, vocab.txt,
 // tokenizer_config.json), train_results.json, eval_results.json (MNLI: with the mismatched
 // metrics suffixed _mm), all_results.json, trainer_state.json, predict_results_<task>.txt.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -22,7 +21,6 @@
 #include <ctrainer/integrations/sagemaker/sagemaker_environment.h>
 #include <ctrainer/trainer/args/argument_parser.h>
 #include <ctrainer/trainer/data/padding_collator.h>
-#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/plot/training_curves.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
@@ -38,14 +36,6 @@ namespace run_glue {
 namespace {
 namespace fs = std::filesystem;
 using ctrainer::Metrics;
-
-void report(const ctrainer::TrainingArguments& args, const std::string& split,
-            const Metrics& metrics, const ctrainer::Trainer& trainer) {
-  if (!trainer.process().is_world_process_zero()) return;
-  std::fputs(ctrainer::format_metrics_block(split, metrics).c_str(), stdout);
-  std::fflush(stdout);
-  ctrainer::save_metrics(args.output_dir, split, metrics);
-}
 
 /// predict_results_<task>.txt in GLUE's submission format: "index\tprediction", the label as the
 /// task's files write it (0/1, entailment, ...) or the score with 3 decimals for STS-B.
@@ -118,7 +108,8 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
     if (auto merged = glue_args.lora.save_merged(*bundle.model, args.output_dir,
                                                  trainer.process().is_world_process_zero()))
       bundle.tokenizer->save_pretrained(*merged);
-    report(args, "train", metrics, trainer);
+    trainer.log_metrics("train", metrics);
+    trainer.save_metrics("train", metrics);
     trainer.save_state();
   }
 
@@ -134,7 +125,8 @@ int run(ctrainer::TrainingArguments args, const GlueArguments& glue_args) {
         for (const auto& [key, value] : metrics) combined[key + split.metric_suffix] = value;
       }
     }
-    report(args, "eval", combined, trainer);
+    trainer.log_metrics("eval", combined);
+    trainer.save_metrics("eval", combined);
   }
 
   if (args.do_predict) {

@@ -1,11 +1,9 @@
 #include "lm_run.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/distributed/process_info.h>
-#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
 #include <ctrainer/trainer/runtime/sagemaker_outputs.h>
@@ -15,18 +13,8 @@
 #include "lm_datasets.h"
 
 namespace run_lm {
-namespace {
+
 using ctrainer::Metrics;
-
-void report(const ctrainer::TrainingArguments& args, const std::string& split,
-            const Metrics& metrics, const ctrainer::Trainer& trainer) {
-  if (!trainer.process().is_world_process_zero()) return;
-  std::fputs(ctrainer::format_metrics_block(split, metrics).c_str(), stdout);
-  std::fflush(stdout);
-  ctrainer::save_metrics(args.output_dir, split, metrics);
-}
-
-}  // namespace
 
 void start_run(ctrainer::TrainingArguments& args) {
   ctrainer::logging::set_verbosity(spdlog::level::info);
@@ -72,7 +60,8 @@ int train_and_evaluate(const ctrainer::TrainingArguments& args, const LmModel& l
       lm.tokenizer->save_pretrained(*merged);
     Metrics metrics = result.metrics;
     metrics["train_samples"] = static_cast<double>(data.train->size());
-    report(args, "train", metrics, trainer);
+    trainer.log_metrics("train", metrics);
+    trainer.save_metrics("train", metrics);
     trainer.save_state();
   }
   if (args.do_eval) {
@@ -81,7 +70,8 @@ int train_and_evaluate(const ctrainer::TrainingArguments& args, const LmModel& l
     metrics["eval_samples"] = static_cast<double>(data.eval->size());
     // Python's math.exp overflows into OverflowError, which run_*.py turn into inf; so does exp.
     metrics["perplexity"] = std::exp(metrics.at("eval_loss"));
-    report(args, "eval", metrics, trainer);
+    trainer.log_metrics("eval", metrics);
+    trainer.save_metrics("eval", metrics);
   }
   ctrainer::publish_sagemaker_outputs(args);  // a no-op outside SageMaker
   return 0;

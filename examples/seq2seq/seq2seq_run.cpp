@@ -9,7 +9,6 @@
 #include <ctrainer/models/registry/model_registry.h>
 #include <ctrainer/models/tokenizers/tokenizer_registry.h>
 #include <ctrainer/trainer/data/seq2seq_collator.h>
-#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
 #include <ctrainer/trainer/runtime/sagemaker_outputs.h>
@@ -53,14 +52,6 @@ std::vector<std::string> decode_stripped(const ctrainer::Tokenizer& tokenizer,
   std::vector<std::string> texts = tokenizer.decode_batch(rows, /*skip_special_tokens=*/true);
   for (std::string& text : texts) text = strip(text);
   return texts;
-}
-
-void report(const ctrainer::Seq2SeqTrainingArguments& args, const std::string& split,
-            const Metrics& metrics, const ctrainer::Trainer& trainer) {
-  if (!trainer.process().is_world_process_zero()) return;
-  std::fputs(ctrainer::format_metrics_block(split, metrics).c_str(), stdout);
-  std::fflush(stdout);
-  ctrainer::save_metrics(args.output_dir, split, metrics);
 }
 
 std::shared_ptr<ctrainer::Model> load_model(const ModelArguments& model) {
@@ -213,21 +204,24 @@ int run(Seq2SeqArguments& arguments, ctrainer::Seq2SeqTrainingArguments& args,
     if (trainer.process().is_world_process_zero()) tokenizer->save_pretrained(args.output_dir);
     Metrics metrics = result.metrics;
     metrics["train_samples"] = static_cast<double>(train->size());
-    report(args, "train", metrics, trainer);
+    trainer.log_metrics("train", metrics);
+    trainer.save_metrics("train", metrics);
     trainer.save_state();
   }
   if (args.do_eval) {
     ctrainer::logging::logger()->info("*** Evaluate ***");
     Metrics metrics = trainer.evaluate(eval, "eval");
     metrics["eval_samples"] = static_cast<double>(eval->size());
-    report(args, "eval", metrics, trainer);
+    trainer.log_metrics("eval", metrics);
+    trainer.save_metrics("eval", metrics);
   }
   if (args.do_predict) {
     ctrainer::logging::logger()->info("*** Predict ***");
     const ctrainer::PredictionOutput output = trainer.predict(predict, "predict");
     Metrics metrics = output.metrics;
     metrics["predict_samples"] = static_cast<double>(predict->size());
-    report(args, "predict", metrics, trainer);
+    trainer.log_metrics("predict", metrics);
+    trainer.save_metrics("predict", metrics);
     if (trainer.process().is_world_process_zero() && args.predict_with_generate) {
       const std::vector<std::string> texts =
           decode_stripped(*tokenizer, id_rows(output.predictions, pad));

@@ -15,7 +15,6 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/simple/mlp_classifier.h>
 #include <ctrainer/trainer/args/argument_parser.h>
-#include <ctrainer/trainer/evaluation/metrics_report.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/output_dir.h>
 #include <ctrainer/trainer/trainer.h>
@@ -76,16 +75,6 @@ struct ExampleOptions {
   }
 };
 
-/// Prints and saves the metrics on the world's main process only (HF's log_metrics /
-/// save_metrics), so several processes do not write the same files.
-void report(const ctrainer::Trainer& trainer, const std::string& split,
-            const ctrainer::Metrics& metrics) {
-  if (!trainer.process().is_world_process_zero()) return;
-  const ctrainer::TrainingArguments& args = trainer.args();
-  std::fputs(ctrainer::format_metrics_block(split, metrics).c_str(), stdout);
-  ctrainer::save_metrics(args.output_dir, split, metrics);
-}
-
 int run(ctrainer::TrainingArguments args, const ExampleOptions& opt) {
   if (!args.do_train && !args.do_eval && !args.do_predict)
     throw ctrainer::ArgumentError("nothing to do: pass --do_train, --do_eval and/or --do_predict");
@@ -107,9 +96,15 @@ int run(ctrainer::TrainingArguments args, const ExampleOptions& opt) {
                                                          opt.dropout, opt.num_hidden_layers);
   ctrainer::Trainer trainer(
       model, args, {.train_dataset = train, .eval_dataset = eval, .compute_metrics = accuracy});
-  if (args.do_train) report(trainer, "train", trainer.train().metrics);
-  if (args.do_eval) report(trainer, "eval", trainer.evaluate());
-  if (args.do_predict) report(trainer, "predict", trainer.predict(eval, "predict").metrics);
+  // HF's log_metrics / save_metrics: on the world's main process only, so several processes do
+  // not write the same files.
+  const auto report = [&](const std::string& split, const ctrainer::Metrics& metrics) {
+    trainer.log_metrics(split, metrics);
+    trainer.save_metrics(split, metrics);
+  };
+  if (args.do_train) report("train", trainer.train().metrics);
+  if (args.do_eval) report("eval", trainer.evaluate());
+  if (args.do_predict) report("predict", trainer.predict(eval, "predict").metrics);
   return 0;
 }
 
