@@ -14,7 +14,7 @@ foreach(dir core trainer distributed integrations models)
     FILES_MATCHING PATTERN "*.h")
 endforeach()
 # The launcher (distributed/CMakeLists.txt); the example binaries install themselves.
-install(TARGETS ctrainer-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ctrainer-run ctrainer-run-elastic RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT ctrainerTargets NAMESPACE ctrainer:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ctrainer)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ctrainerConfig.cmake.in
   ${PROJECT_BINARY_DIR}/ctrainerConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ctrainer)

@@ -218,7 +218,10 @@ std::string ProcessInfo::rendezvous_address() const {
 }
 
 std::string ProcessInfo::store_prefix() const {
-  return "/worker/attempt_" + std::to_string(restart_count);
+  // Only the agent's store outlives an attempt. The store rank 0 hosts is new in every attempt,
+  // and there the ranks' counts need not agree: torchrun counts restarts per node, so a node
+  // that joins an elastic job later starts at 0 while the others count on.
+  return use_agent_store ? "/worker/attempt_" + std::to_string(restart_count) : "/worker";
 }
 
 ProcessInfo ProcessInfo::from_variables(const Lookup& lookup, int64_t local_rank_flag) {

@@ -48,10 +48,11 @@ struct ProcessInfo {
   bool is_local_process_zero() const { return local_rank == 0; }
   bool is_distributed() const { return world_size > 1; }
 
-  /// The key prefix of this attempt in the rendezvous store, "/worker/attempt_<restart_count>":
-  /// torchrun's store outlives a restart of the workers, so an attempt must not read the keys
-  /// of the one before (the peers' old Gloo addresses). The name is the one torch's
-  /// `_create_c10d_store` used for the agent's store.
+  /// The key prefix of this attempt in the rendezvous store. In the agent's store
+  /// (use_agent_store) "/worker/attempt_<restart_count>": it outlives a restart of the workers,
+  /// so an attempt must not read the keys of the one before (the peers' old Gloo addresses); the
+  /// name is the one torch's `_create_c10d_store` used for it. Else "/worker": rank 0's store is
+  /// new in every attempt, and the ranks of an elastic job count their restarts per node.
   std::string store_prefix() const;
 
   /// MASTER_ADDR, or 127.0.0.1 when it is unset and every rank runs on this node. Throws

@@ -9,17 +9,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ctrainer::fuzz::quiet_logging();
-  std::vector<std::string> tokens;
-  std::string token;
-  for (const char c : ctrainer::fuzz::bytes_of(data, size)) {
-    if (c == '\n') {
-      tokens.push_back(token);
-      token.clear();
-    } else {
-      token += c;
-    }
-  }
-  if (!token.empty()) tokens.push_back(token);
+  const std::vector<std::string> tokens = ctrainer::fuzz::argv_tokens(data, size);
   for (const std::string& t : tokens)
     if (t == "-h" || t == "--help" || t == "--help_markdown") return 0;  // prints, no parse
   ctrainer::TrainingArguments args;

@@ -33,6 +33,22 @@ inline std::string_view bytes_of(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
+/// The input as a command line: one argv token per line (a last token needs no newline).
+inline std::vector<std::string> argv_tokens(const uint8_t* data, size_t size) {
+  std::vector<std::string> tokens;
+  std::string token;
+  for (const char c : bytes_of(data, size)) {
+    if (c == '\n') {
+      tokens.push_back(token);
+      token.clear();
+    } else {
+      token += c;
+    }
+  }
+  if (!token.empty()) tokens.push_back(token);
+  return tokens;
+}
+
 /// A folder of this process under $TMPDIR (else /tmp), created on first use and deleted when the
 /// process exits normally.
 inline const std::filesystem::path& scratch_dir() {

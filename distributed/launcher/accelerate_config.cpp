@@ -236,8 +236,10 @@ void apply_key(const ConfigReader& reader, const Entry& entry, AccelerateConfig&
     const std::string value = null ? "static" : reader.text(entry);
     if (value != "static")
       throw reader.unsupported(entry, "rendezvous backend " + value +
-                                          ": ctrainer-run has only the static rendezvous; use "
-                                          "static with machine_rank on each machine");
+                                          ": ctrainer-run reads a static layout from this "
+                                          "file; use static with machine_rank on each machine, "
+                                          "or for an elastic job give the flags (--nnodes "
+                                          "MIN:MAX --rdzv-backend c10d ...) instead of the file");
   } else if (key == "same_network") {
     if (!null) reader.boolean(entry);  // static rendezvous: the same store either way
   } else if (key == "main_training_function") {

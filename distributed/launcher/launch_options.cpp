@@ -22,6 +22,8 @@ constexpr const char* kUsage =
     "Starts --nproc-per-node copies of `program` with the environment torchrun gives its\n"
     "workers (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...), supervises them,\n"
     "and restarts the whole group up to --max-restarts times when one fails.\n"
+    "With --rdzv-backend c10d (--nnodes MIN:MAX), an elastic job: ctrainer-run-elastic takes "
+    "over.\n"
     "Flags accept torchrun's dash and underscore spellings (--nproc-per-node, --nproc_per_node).";
 
 po::options_description describe_options() {
@@ -30,7 +32,8 @@ po::options_description describe_options() {
   desc.add_options()
     ("help,h", "print this help")
     ("nnodes", po::value<std::string>()->default_value("1"),
-     "number of nodes (a fixed count; elastic ranges such as 1:4 are not supported)")
+     "number of nodes, or MIN:MAX with --rdzv-backend c10d (an elastic job: it runs on any "
+     "number of nodes in the range and restarts its workers when one leaves or joins)")
     ("nproc-per-node", po::value<std::string>()->default_value("1"),
      "workers per node: a number, cpu (one per CPU core), gpu (one per GPU) or auto "
      "(gpu when GPUs are present, else cpu)")
@@ -39,11 +42,18 @@ po::options_description describe_options() {
      "host of rank 0, which serves the rendezvous store")
     ("master-port", po::value<int>()->default_value(29500), "port of the rendezvous store")
     ("rdzv-endpoint", po::value<std::string>(),
-     "host[:port] of the rendezvous store (static rendezvous); overrides --master-addr/--master-port")
+     "host[:port] of the rendezvous store; static: overrides --master-addr/--master-port; c10d: "
+     "the store the nodes meet at (port 29400 when none is given)")
     ("rdzv-backend", po::value<std::string>()->default_value("static"),
-     "rendezvous backend: only static is supported")
-    ("rdzv-id", po::value<std::string>(), "job id, passed to workers as TORCHELASTIC_RUN_ID")
-    ("rdzv-conf", po::value<std::string>(), "not supported (no dynamic rendezvous)")
+     "rendezvous backend: static (fixed --nnodes and --node-rank), or c10d (nodes join rounds "
+     "on a TCPStore at --rdzv-endpoint; node ranks come from the round)")
+    ("rdzv-id", po::value<std::string>(),
+     "job id, passed to workers as TORCHELASTIC_RUN_ID; c10d: the nodes of a job share it")
+    ("rdzv-conf", po::value<std::string>(),
+     "c10d only: key=value,... of is_host (1/0), last_call_timeout and join_timeout (seconds)")
+    ("local-addr", po::value<std::string>(),
+     "c10d only: this node's address as the other nodes reach it (default: the address that "
+     "routes to --rdzv-endpoint)")
     ("standalone", po::bool_switch(),
      "single-node job on 127.0.0.1 with a free port (ignores --master-addr/--master-port)")
     ("max-restarts", po::value<int64_t>()->default_value(0),
@@ -120,17 +130,65 @@ int64_t parse_nproc_per_node(const std::string& text) {
   return parse_positive("nproc-per-node", text);
 }
 
-int64_t parse_nnodes(const std::string& text) {
+/// --nnodes N or MIN:MAX into options.min_nodes / max_nodes / nnodes (= MAX).
+void parse_nnodes(const std::string& text, const std::string& backend, LaunchOptions& options) {
   const auto colon = text.find(':');
-  if (colon == std::string::npos) return parse_positive("nnodes", text);
-  const int64_t min_nodes = parse_positive("nnodes", text.substr(0, colon));
-  const int64_t max_nodes = parse_positive("nnodes", text.substr(colon + 1));
-  if (min_nodes != max_nodes)
-    throw NotSupportedYet("nnodes " + text,
-                          "elastic node ranges need dynamic rendezvous; give a fixed count, "
-                          "e.g. --nnodes " +
-                              std::to_string(max_nodes));
-  return min_nodes;
+  options.min_nodes = parse_positive("nnodes", text.substr(0, colon));
+  options.max_nodes = colon == std::string::npos ? options.min_nodes
+                                                 : parse_positive("nnodes", text.substr(colon + 1));
+  if (options.min_nodes > options.max_nodes)
+    throw ArgumentError("--nnodes " + text + ": MIN is larger than MAX; use MIN:MAX, e.g. 1:" +
+                        std::to_string(options.min_nodes));
+  if (options.min_nodes != options.max_nodes && backend != "c10d")
+    throw ArgumentError("--nnodes " + text +
+                        ": an elastic range needs the dynamic rendezvous; add --rdzv-backend "
+                        "c10d --rdzv-endpoint <host:port> --rdzv-id <job id>, or give a fixed "
+                        "count, e.g. --nnodes " +
+                        std::to_string(options.max_nodes));
+  options.nnodes = options.max_nodes;
+}
+
+/// seconds > 0 from --rdzv-conf's `key`.
+double parse_seconds(const std::string& key, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size() && value > 0 && value < 1e9) return value;
+  } catch (const std::exception&) {
+  }
+  throw ArgumentError("--rdzv-conf " + key + "=" + text + ": must be a number of seconds > 0");
+}
+
+/// torchrun's --rdzv-conf key=value,... for the c10d backend.
+void parse_rdzv_conf(const std::string& text, LaunchOptions& options) {
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    const auto equals = item.find('=');
+    if (equals == std::string::npos)
+      throw ArgumentError("--rdzv-conf '" + text + "': '" + item + "' is not key=value");
+    const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
+    if (key == "is_host") {
+      if (value == "1" || value == "true" || value == "True") {
+        options.rdzv_is_host = true;
+      } else if (value == "0" || value == "false" || value == "False") {
+        options.rdzv_is_host = false;
+      } else {
+        throw ArgumentError("--rdzv-conf is_host=" + value + ": use 1 or 0");
+      }
+    } else if (key == "last_call_timeout") {
+      options.rdzv_last_call_timeout_s = parse_seconds(key, value);
+    } else if (key == "join_timeout") {
+      options.rdzv_join_timeout_s = parse_seconds(key, value);
+    } else if (key == "keep_alive_interval" || key == "keep_alive_max_attempt") {
+      throw ArgumentError("--rdzv-conf " + key +
+                          ": ctrainer-run's agents keep no heartbeats (a lost node shows as its "
+                          "peers' failed collectives, which restart the job); drop it");
+    } else {
+      throw ArgumentError("--rdzv-conf " + key +
+                          ": unknown key; ctrainer-run's c10d rendezvous reads is_host, "
+                          "last_call_timeout and join_timeout");
+    }
+  }
 }
 
 /// "host", "host:port" or "[v6]:port".
@@ -159,6 +217,34 @@ void parse_endpoint(const std::string& text, std::string& host, int& port) {
       throw ArgumentError("--rdzv-endpoint '" + text + "': the port must be in [1, 65535]");
     port = static_cast<int>(value);
   }
+}
+
+/// The c10d rendezvous' flags, checked against the ones it replaces.
+void apply_dynamic_rendezvous(const po::variables_map& vm, LaunchOptions& options) {
+  if (!vm.count("rdzv-endpoint"))
+    throw ArgumentError(
+        "--rdzv-backend c10d needs --rdzv-endpoint <host:port>: the rendezvous "
+        "store every node of the job reaches");
+  if (!vm["node-rank"].defaulted())
+    throw ArgumentError(
+        "--node-rank with --rdzv-backend c10d: node ranks come from the "
+        "rendezvous (in the order the nodes join); drop --node-rank");
+  if (options.standalone)
+    throw ArgumentError(
+        "--standalone runs one node on a static rendezvous; drop it or "
+        "--rdzv-backend c10d");
+  if (vm.count("config-file"))
+    throw NotSupportedYet("config_file with --rdzv-backend c10d",
+                          "an accelerate config file describes a static layout; give the "
+                          "layout as flags");
+  if (!vm.count("rdzv-id"))
+    throw ArgumentError(
+        "--rdzv-backend c10d needs --rdzv-id <job id>, the same on every node "
+        "(it names the job in the rendezvous store)");
+  options.master_port = 29400;  // torchrun's port for a c10d endpoint without one
+  parse_endpoint(vm["rdzv-endpoint"].as<std::string>(), options.master_addr, options.master_port);
+  if (vm.count("rdzv-conf")) parse_rdzv_conf(vm["rdzv-conf"].as<std::string>(), options);
+  if (vm.count("local-addr")) options.local_addr = vm["local-addr"].as<std::string>();
 }
 
 std::set<int64_t> parse_rank_filter(const std::string& text, int64_t nproc) {
@@ -262,6 +348,12 @@ void apply_accelerate_config(const po::variables_map& vm, const AccelerateConfig
 
 }  // namespace
 
+std::optional<std::string> launcher_environment(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
 unsigned LaunchOptions::file_streams(int64_t local_rank) const {
   const auto at = [&](const std::vector<unsigned>& per_rank) {
     return local_rank < static_cast<int64_t>(per_rank.size())
@@ -360,13 +452,21 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& argu
     throw ArgumentError(
         "--run-path runs a Python file under torchrun; ctrainer-run starts "
         "programs: give the program's path instead");
-  if (vm.count("rdzv-conf"))
-    throw NotSupportedYet("rdzv-conf", "only the static rendezvous exists; drop the flag");
   const std::string backend = vm["rdzv-backend"].as<std::string>();
-  if (backend != "static")
+  if (backend != "static" && backend != "c10d")
     throw NotSupportedYet("rdzv-backend " + backend,
-                          "dynamic rendezvous; use static with --node-rank and --rdzv-endpoint "
-                          "or --master-addr/--master-port, or --standalone on one node");
+                          "rendezvous backends other than static and c10d; use c10d (a TCPStore "
+                          "at --rdzv-endpoint) for an elastic job");
+  if (backend == "static") {
+    if (vm.count("rdzv-conf"))
+      throw ArgumentError(
+          "--rdzv-conf is read by the c10d rendezvous; add --rdzv-backend c10d "
+          "or drop it");
+    if (vm.count("local-addr"))
+      throw ArgumentError(
+          "--local-addr is read by the c10d rendezvous; the static one takes "
+          "rank 0's address from --master-addr");
+  }
   if (vm.count("start-method")) {
     const std::string method = vm["start-method"].as<std::string>();
     if (method != "spawn" && method != "fork" && method != "forkserver")
@@ -378,17 +478,20 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& argu
 
   LaunchOptions options;
   options.command = std::move(command);
-  options.nnodes = parse_nnodes(vm["nnodes"].as<std::string>());
+  options.rdzv_backend = backend;
+  parse_nnodes(vm["nnodes"].as<std::string>(), backend, options);
   options.nproc_per_node = parse_nproc_per_node(vm["nproc-per-node"].as<std::string>());
   options.node_rank = vm["node-rank"].as<int64_t>();
   options.standalone = vm["standalone"].as<bool>();
   options.master_addr = vm["master-addr"].as<std::string>();
-  if (!options.standalone) apply_sagemaker_defaults(vm, environment, options);
+  if (!options.elastic() && !options.standalone) apply_sagemaker_defaults(vm, environment, options);
   options.master_port = vm["master-port"].as<int>();
   if (options.master_port < 1 || options.master_port > 65535)
     throw ArgumentError("--master-port must be in [1, 65535] (got " +
                         std::to_string(options.master_port) + ")");
-  if (vm.count("rdzv-endpoint"))
+  if (options.elastic())
+    apply_dynamic_rendezvous(vm, options);
+  else if (vm.count("rdzv-endpoint"))
     parse_endpoint(vm["rdzv-endpoint"].as<std::string>(), options.master_addr, options.master_port);
   if (vm.count("config-file"))
     apply_accelerate_config(vm, read_accelerate_config(vm["config-file"].as<std::string>()),
@@ -400,6 +503,8 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& argu
     options.master_addr = "127.0.0.1";
     options.master_port = 0;  // picked when the job starts
   }
+  // A static layout's node count may come from SageMaker or the accelerate config.
+  if (!options.elastic()) options.min_nodes = options.max_nodes = options.nnodes;
   if (options.node_rank < 0 || options.node_rank >= options.nnodes)
     throw ArgumentError("--node-rank " + std::to_string(options.node_rank) +
                         " is not in 0..--nnodes-1 (" + std::to_string(options.nnodes - 1) + ")");

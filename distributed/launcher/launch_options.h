@@ -18,7 +18,22 @@ enum StdStreams : unsigned { kNoStreams = 0, kStdout = 1, kStderr = 2, kBothStre
 
 /// Everything ctrainer-run was asked to do.
 struct LaunchOptions {
-  int64_t nnodes = 1;                     ///< --nnodes (a fixed count; elastic ranges are refused)
+  /// --nnodes: the node count (static rendezvous), or the largest one (c10d rendezvous, where
+  /// each round has between min_nodes and max_nodes nodes and sets it for its workers).
+  int64_t nnodes = 1;
+  int64_t min_nodes = 1;  ///< --nnodes MIN:MAX's MIN (= nnodes for a fixed count)
+  int64_t max_nodes = 1;  ///< --nnodes MIN:MAX's MAX (= nnodes for a fixed count)
+  /// --rdzv-backend: "static" (ctrainer-run: --node-rank and --master-addr fix the layout) or
+  /// "c10d" (ctrainer-run-elastic: nodes join rounds on a TCPStore at --rdzv-endpoint).
+  std::string rdzv_backend = "static";
+  /// --rdzv-conf is_host: whether this node serves the c10d rendezvous store (unset: when the
+  /// endpoint's host is an address of this machine).
+  std::optional<bool> rdzv_is_host;
+  double rdzv_last_call_timeout_s = 30;  ///< --rdzv-conf last_call_timeout (torch's default)
+  double rdzv_join_timeout_s = 600;      ///< --rdzv-conf join_timeout (torch's default)
+  /// --local-addr: the address the other nodes reach this one at (c10d rendezvous; default: the
+  /// address this machine uses to reach the rendezvous endpoint).
+  std::optional<std::string> local_addr;
   int64_t nproc_per_node = 1;             ///< --nproc-per-node (a number, or cpu / gpu / auto)
   int64_t node_rank = 0;                  ///< --node-rank
   std::string master_addr = "127.0.0.1";  ///< --master-addr, or the host of --rdzv-endpoint
@@ -41,6 +56,8 @@ struct LaunchOptions {
   std::map<std::string, std::string> extra_environment;
 
   int64_t world_size() const { return nnodes * nproc_per_node; }
+  /// The c10d rendezvous: node ranks and counts come from the rounds (ctrainer-run-elastic).
+  bool elastic() const { return rdzv_backend == "c10d"; }
   /// Streams of `local_rank` that go to files: redirected or tee'd (tee implies the file).
   unsigned file_streams(int64_t local_rank) const;
   /// Whether `local_rank` may write to the console (--local-ranks-filter).
@@ -52,6 +69,9 @@ struct ParsedCommandLine {
   std::optional<LaunchOptions> options;
   std::string help;
 };
+
+/// The launcher's own environment as an EnvironmentLookup (unset and empty variables are absent).
+std::optional<std::string> launcher_environment(const std::string& name);
 
 /// Parses `ctrainer-run [options] program [program args...]`. Options stop at the first
 /// argument that is not an option (or after `--`); everything from there belongs to the program.

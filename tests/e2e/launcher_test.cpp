@@ -302,14 +302,14 @@ TEST(Launcher, RejectsBadCommandLines) {
     EXPECT_EQ(code, 2) << err;
     EXPECT_NE(err.find(message), std::string::npos) << err;
   };
-  check({"--nnodes", "1:4", kWorker}, "not supported yet: --nnodes 1:4");
+  check({"--nnodes", "1:4", kWorker}, "--nnodes 1:4: an elastic range needs the dynamic rendezvous");
   check({"-m", "train"}, "-m/--module");
   check({"--nproc-per-node", "2"}, "no program given");
   check({"--nproc-per-node", "two", kWorker}, "--nproc-per-node must be a positive integer");
   check({"--redirects", "5", kWorker}, "--redirects '5'");
   check({"--local-ranks-filter", "3", kWorker}, "--local-ranks-filter '3'");
   check({"--node-rank", "2", "--nnodes", "2", kWorker}, "--node-rank 2");
-  check({"--rdzv-backend", "c10d", kWorker}, "not supported yet: --rdzv-backend c10d");
+  check({"--rdzv-backend", "c10d", kWorker}, "--rdzv-backend c10d needs --rdzv-endpoint");
   check({"--bogus", kWorker}, "bogus");
   check({dir.string() + "/missing-program"}, "cannot execute");
 }

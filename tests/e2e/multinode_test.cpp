@@ -30,10 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include <ctrainer/integrations/safetensors.h>
-
 #include "support/network_namespaces.h"
 #include "support/process.h"
+#include "support/safetensors_compare.h"
 #include "support/tiny_mrpc.h"
 
 namespace {
@@ -304,17 +303,8 @@ TEST_P(MultiNode, HybridShardOnTwoNodesTrainsWhatFullShardOnOneNodeTrains) {
   EXPECT_TRUE(fs::exists(dir_ / "two_nodes" / "checkpoint-3" / "zero" / "rank_1.safetensors"));
   EXPECT_FALSE(fs::exists(dir_ / "two_nodes" / "checkpoint-3" / "zero" / "rank_2.safetensors"));
 
-  const auto expected = ctrainer::load_safetensors((dir_ / "one_node" / "model.safetensors"));
-  const auto actual = ctrainer::load_safetensors((dir_ / "two_nodes" / "model.safetensors"));
-  ASSERT_EQ(actual.tensors.size(), expected.tensors.size());
-  for (const auto& [name, tensor] : expected.tensors) {
-    const auto it = actual.tensors.find(name);
-    ASSERT_NE(it, actual.tensors.end()) << "missing tensor " << name;
-    ASSERT_EQ(it->second.sizes(), tensor.sizes()) << name;
-    const double diff =
-        (it->second.to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>();
-    EXPECT_LE(diff, 1e-5) << name;
-  }
+  ctrainer::testing::expect_tensors_near(dir_ / "one_node" / "model.safetensors",
+                                         dir_ / "two_nodes" / "model.safetensors", 1e-5);
   const auto losses = logged_losses(dir_ / "one_node");
   const auto hybrid_losses = logged_losses(dir_ / "two_nodes");
   ASSERT_EQ(losses.size(), 3u);

@@ -1,7 +1,9 @@
 // run_glue with sharded training, as HF users configure it: HF's DeepSpeed ZeRO-3 guide config
 // verbatim (offload, "auto" everywhere, DeepSpeed's AdamW and WarmupLR) against the same config
 // at stage 0 (DDP); --fsdp full_shard with BertLayer units against plain DDP; and a sharded
-// checkpoint resumed by 3 processes, then by 1, against an uninterrupted 2-process run. The 41
+// checkpoint resumed by 3 processes, then by 1, against an uninterrupted 2-process run; and the
+// restarts of an elastic job that loses a node and gains it back (2 -> 1 -> 2 processes, so the
+// global batch changes), by hand, each sharded strategy against DDP. The 41
 // dev pairs in batches of 4 give rank 0 six batches and rank 1 five: ZeRO-3's evaluation
 // forwards gather parameters, so rank 1 must join the collectives of rank 0's sixth.
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 #include "support/glue_files.h"
 #include "support/parameter_text.h"
 #include "support/process.h"
+#include "support/safetensors_compare.h"
 
 namespace {
 
@@ -87,6 +90,52 @@ class RunGlueSharded : public ::testing::Test {
                     log_b[i].at("learning_rate").get<double>(), 1e-12);
       }
     EXPECT_GE(losses, 4);
+  }
+
+  /// What an elastic job does when it loses a node and gains it back, resumed by hand with
+  /// `strategy`'s flags, into dir_/<name>_{2,1,2again}: 2 processes from scratch (8 batches of
+  /// 2 x 6 an epoch, 2 epochs = 16 steps); their checkpoint-6 resumed by 1 process (16 batches of
+  /// 6 an epoch, 32 steps; transformers' rule puts global step 6 at epoch 0, batch 6); its
+  /// checkpoint-12 resumed by 2 processes again (epoch 1, batch 4; to step 16). Each resume
+  /// logs where it goes on, and trainer_state.json the run's own max_steps.
+  void shrink_then_grow(const std::string& name, const std::string& strategy) const {
+    const std::string flags = strategy +
+                              " --per_device_train_batch_size 6 --num_train_epochs 2 "
+                              "--save_strategy steps --save_steps 6";
+    const auto whole = run(2, name + "_2", flags);
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const auto shrunk = run(
+        1, name + "_1",
+        flags + " --resume_from_checkpoint " + (dir_ / (name + "_2") / "checkpoint-6").string());
+    ASSERT_EQ(shrunk.exit_code, 0) << shrunk.output;
+    EXPECT_NE(shrunk.output.find("the global batch changes from 12 to 6 examples per optimizer "
+                                 "step. As transformers does, the run goes on from global step 6 "
+                                 "at epoch 0, batch 6 of this run's 16 batches per epoch"),
+              std::string::npos)
+        << shrunk.output;
+    const auto grown = run(
+        2, name + "_2again",
+        flags + " --resume_from_checkpoint " + (dir_ / (name + "_1") / "checkpoint-12").string());
+    ASSERT_EQ(grown.exit_code, 0) << grown.output;
+    EXPECT_NE(grown.output.find("from global step 12 at epoch 1, batch 4 of this run's 8 batches"),
+              std::string::npos)
+        << grown.output;
+    EXPECT_EQ(read_json(dir_ / (name + "_1") / "trainer_state.json").at("max_steps"), 32);
+    const auto state = read_json(dir_ / (name + "_2again") / "trainer_state.json");
+    EXPECT_EQ(state.at("max_steps"), 16);
+    EXPECT_EQ(state.at("global_step"), 16);
+  }
+
+  /// `strategy` shrunk and grown (shrink_then_grow) trains what DDP does on the same path: the
+  /// sharded state each restart re-cut for the new world size is the state DDP keeps whole.
+  void expect_resharded_as_ddp(const std::string& name, const std::string& strategy) const {
+    shrink_then_grow("ddp", "");
+    if (::testing::Test::HasFatalFailure()) return;
+    shrink_then_grow(name, strategy);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_same_training("ddp_2again", name + "_2again");
+    ctrainer::testing::expect_tensors_near(dir_ / "ddp_2again" / "model.safetensors",
+                                           dir_ / (name + "_2again") / "model.safetensors", 1e-5);
   }
 
   fs::path dir_;
@@ -304,6 +353,26 @@ TEST_F(RunGlueSharded, ShardedCheckpointResumesOnThreeThenOneProcesses) {
     return -1.0;
   };
   EXPECT_NEAR(last_loss(log_split), last_loss(log_whole), 1e-5);
+}
+
+// ---- an elastic job's world sizes, resumed by hand ---------------------------------------------
+
+TEST_F(RunGlueSharded, Zero2ShrunkAndGrownTrainsWhatDdpTrains) {
+  std::ofstream(dir_ / "zero2.json") << R"({"zero_optimization": {"stage": 2},
+      "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"})";
+  expect_resharded_as_ddp("zero2", "--deepspeed " + (dir_ / "zero2.json").string());
+}
+
+TEST_F(RunGlueSharded, Zero3ShrunkAndGrownTrainsWhatDdpTrains) {
+  std::ofstream(dir_ / "zero3.json") << R"({"zero_optimization": {"stage": 3},
+      "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"})";
+  expect_resharded_as_ddp("zero3", "--deepspeed " + (dir_ / "zero3.json").string());
+}
+
+TEST_F(RunGlueSharded, FsdpFullShardShrunkAndGrownTrainsWhatDdpTrains) {
+  std::ofstream(dir_ / "fsdp.json") << R"({"transformer_layer_cls_to_wrap": ["BertLayer"]})";
+  expect_resharded_as_ddp(
+      "fsdp", "--fsdp \"full_shard auto_wrap\" --fsdp_config " + (dir_ / "fsdp.json").string());
 }
 
 }  // namespace

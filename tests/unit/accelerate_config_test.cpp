@@ -231,7 +231,7 @@ TEST(AccelerateConfig, ValuesItCannotCarryOutAreRefusedByKey) {
   expect_error([] { parse("distributed_type: MULTI_TPU\n"); },
                {"expected NO, MULTI_CPU, MULTI_GPU, FSDP or DEEPSPEED", "'MULTI_TPU'"});
   expect_error([&] { parse(cpu + "rdzv_backend: c10d\n"); },
-               {"rdzv_backend: not supported yet", "only the static rendezvous"});
+               {"rdzv_backend: not supported yet", "reads a static layout from this file"});
   expect_error([&] { parse(cpu + "dynamo_config: {dynamo_backend: INDUCTOR}\n"); },
                {"dynamo_config: not supported yet"});
   expect_error([&] { parse(cpu + "mpirun_config: {mpirun_hostfile: hosts}\n"); },

@@ -189,47 +189,94 @@ TEST(TrainerStateFile, CountersMustBeIntegers) {
 }
 
 TEST(LoopState, RefusesARunOfAnotherShapeNamingTheFlag) {
-  const LoopState loop = sample_loop_state();
-  EXPECT_NO_THROW(loop.require_same_shape({2, 16, 2, 100}, "ckpt"));
+  const LoopState loop = sample_loop_state();  // 2 processes x 16 examples x 2 accumulation
+  EXPECT_NO_THROW(loop.require_resumable_by({2, 16, 2, 100}, "ckpt"));
   testing::expect_error(
       [&] {
-        loop.require_same_shape({2, 8, 2, 100}, "ckpt");
+        loop.require_resumable_by({2, 8, 2, 100}, "ckpt");
       },
-      {"--resume_from_checkpoint ckpt", "--per_device_train_batch_size 16", "this run uses 8"});
+      {"--resume_from_checkpoint ckpt", "--per_device_train_batch_size 16", "this run uses 8",
+       "resume with the same value"});
+  // Another world size with another per-device batch that does not keep the global batch.
   testing::expect_error(
       [&] {
-        loop.require_same_shape({1, 16, 2, 100}, "ckpt");
+        loop.require_resumable_by({3, 8, 2, 100}, "ckpt");
       },
-      {"world size 2", "uses 1"});
+      {"--per_device_train_batch_size 16", "keeps the global batch of 2 x 16 examples"});
   testing::expect_error(
       [&] {
-        loop.require_same_shape({2, 16, 4, 100}, "ckpt");
+        loop.require_resumable_by({2, 16, 4, 100}, "ckpt");
       },
       {"--gradient_accumulation_steps 2"});
   testing::expect_error(
       [&] {
-        loop.require_same_shape({2, 16, 2, 99}, "ckpt");
+        loop.require_resumable_by({2, 16, 2, 99}, "ckpt");
       },
       {"a train dataset of size 100"});
 }
 
+TEST(LoopState, AnotherWorldSizeResumes) {
+  // torchrun's elastic restarts run the same command on another number of processes.
+  const LoopState loop = sample_loop_state();
+  EXPECT_NO_THROW(loop.require_resumable_by({1, 16, 2, 100}, "ckpt"));
+  EXPECT_NO_THROW(loop.require_resumable_by({4, 16, 2, 100}, "ckpt"));
+  EXPECT_NO_THROW(loop.require_resumable_by({1, 32, 2, 100}, "ckpt"));  // the same global batch
+  EXPECT_TRUE(loop.same_global_batch({1, 32, 2, 100}));
+  EXPECT_TRUE(loop.same_global_batch({4, 8, 2, 100}));
+  EXPECT_FALSE(loop.same_global_batch({1, 16, 2, 100}));
+}
+
 TEST(LoopState, ResumePositionFollowsTheEpochAndTheWindow) {
   LoopState loop = sample_loop_state();  // epoch 1, 4 batches consumed, accumulation 2
-  DataPosition next = loop.resume_position(/*batches_per_epoch=*/10, false, "ckpt");
+  const LoopShape same = loop.shape;
+  // (global_step plays no part with the saved global batch.)
+  DataPosition next = loop.resume_position(same, /*batches_per_epoch=*/10, 7, false, "ckpt");
   EXPECT_EQ(next.epoch, 1);
   EXPECT_EQ(next.batches_consumed, 4);
-  next = loop.resume_position(10, /*ignore_data_skip=*/true, "ckpt");
+  next = loop.resume_position(same, 10, 7, /*ignore_data_skip=*/true, "ckpt");
   EXPECT_EQ(next.epoch, 1);
   EXPECT_EQ(next.batches_consumed, 0);
+  // Another world size with the same global batch: the same position, in the same batches.
+  next = loop.resume_position({4, 8, 2, 100}, 10, 7, false, "ckpt");
+  EXPECT_EQ(next.epoch, 1);
+  EXPECT_EQ(next.batches_consumed, 4);
   loop.position = {1, 10};  // saved at the end of epoch 1
-  next = loop.resume_position(10, false, "ckpt");
+  next = loop.resume_position(same, 10, 10, false, "ckpt");
   EXPECT_EQ(next.epoch, 2);
   EXPECT_EQ(next.batches_consumed, 0);
   loop.position = {1, 5};
   EXPECT_NE(error_of([&] {
-              loop.resume_position(10, false, "ckpt");
+              loop.resume_position(same, 10, 7, false, "ckpt");
             }).find("saved inside an accumulation window (batch 5)"),
             std::string::npos);
+}
+
+TEST(LoopState, AnotherGlobalBatchResumesByTransformersRule) {
+  // transformers' _init_training_state: epochs_trained = global_step // updates per epoch,
+  // steps_trained_in_current_epoch = global_step % updates per epoch * accumulation, in the
+  // resumed run's own batches. Saved: 2 processes x 16 x 2 (64 examples a step), 100 examples.
+  LoopState loop = sample_loop_state();
+  loop.position = {1, 2};  // 2 steps a epoch at 2 processes: global step 3
+  // 1 process: 7 batches of 16 a epoch, 4 updates (the last one of a single batch).
+  const LoopShape one = {1, 16, 2, 100};
+  DataPosition next = loop.resume_position(one, 7, /*global_step=*/3, false, "ckpt");
+  EXPECT_EQ(next.epoch, 0);
+  EXPECT_EQ(next.batches_consumed, 6);
+  next = loop.resume_position(one, 7, 5, false, "ckpt");
+  EXPECT_EQ(next.epoch, 1);
+  EXPECT_EQ(next.batches_consumed, 2);
+  next = loop.resume_position(one, 7, 8, false, "ckpt");  // 8 = 2 epochs of 4 updates
+  EXPECT_EQ(next.epoch, 2);
+  EXPECT_EQ(next.batches_consumed, 0);
+  next = loop.resume_position(one, 7, 5, /*ignore_data_skip=*/true, "ckpt");
+  EXPECT_EQ(next.epoch, 1);
+  EXPECT_EQ(next.batches_consumed, 0);
+  // 4 processes: 2 batches of 16 a epoch, 1 update; the position does not depend on the saved
+  // one.
+  loop.position = {0, 7};  // (inside a window of the saved run: irrelevant here)
+  next = loop.resume_position({4, 16, 2, 100}, 2, 3, false, "ckpt");
+  EXPECT_EQ(next.epoch, 3);
+  EXPECT_EQ(next.batches_consumed, 0);
 }
 
 // ---- trainer state -----------------------------------------------------------------------------

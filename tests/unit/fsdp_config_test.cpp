@@ -267,6 +267,11 @@ TEST(ShardingSetup, FsdpNeedsSeveralProcessesAndTurnsOnCheckpointing) {
   args.fsdp = "full_shard";
   expect_error([&] { resolve_sharding(args, ProcessInfo{}, model); },
                {"only works in distributed training"});
+  // One process started by a launcher (an elastic job that shrank to one node) is distributed
+  // training for transformers too.
+  ProcessInfo alone;
+  alone.launched_by = LaunchEnvironment::kTorchrun;
+  EXPECT_EQ(resolve_sharding(args, alone, model).options.stage, ShardingStage::kParameters);
   ProcessInfo two;
   two.world_size = 2;
   args.fsdp_config = write_temp("ckpt.json", R"({"fsdp_activation_checkpointing": true})");

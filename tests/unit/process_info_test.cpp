@@ -139,6 +139,12 @@ TEST(ProcessInfo, AgentStoreIsReadAsTorchrunWritesIt) {
   const Vars base = {
       {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29400"}};
   EXPECT_FALSE(from(base).use_agent_store);  // unset: rank 0 hosts the store
+  // ...new in every attempt: the prefix does not depend on the restart count, which torchrun
+  // keeps per node (a node that joins an elastic job later counts from 0).
+  Vars restarted = base;
+  restarted["TORCHELASTIC_RESTART_COUNT"] = "3";
+  EXPECT_EQ(from(base).store_prefix(), "/worker");
+  EXPECT_EQ(from(restarted).store_prefix(), "/worker");
   Vars vars = base;
   vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // ctrainer-run
   EXPECT_FALSE(from(vars).use_agent_store);

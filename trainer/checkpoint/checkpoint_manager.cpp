@@ -258,7 +258,7 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
   loaded.loop = parse_state_file(dir / kLoopStateFile, [&](const nlohmann::json& j) {
     return LoopState::from_json(j, folder);
   });
-  loaded.loop.require_same_shape(shape, folder);
+  loaded.loop.require_resumable_by(shape, folder);
 
   const bool sharded = strategy_.shards_optimizer_state();
   if (sharded_checkpoint != sharded)
@@ -299,7 +299,8 @@ LoadedCheckpoint CheckpointManager::load(const fs::path& dir, const CheckpointPa
   }
   loaded.state = parse_state_file(
       dir / kTrainerStateFile, [](const nlohmann::json& j) { return TrainerState::from_json(j); });
-  loaded.position = loaded.loop.resume_position(batches_per_epoch, args_.ignore_data_skip, folder);
+  loaded.position = loaded.loop.resume_position(shape, batches_per_epoch, loaded.state.global_step,
+                                                 args_.ignore_data_skip, folder);
   logging::logger()->info("Resuming from {}: global step {}, epoch {}, skipping {} batches", folder,
                           loaded.state.global_step, loaded.position.epoch,
                           loaded.position.batches_consumed);

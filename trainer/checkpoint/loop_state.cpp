@@ -2,6 +2,7 @@
 
 #include <ctrainer/trainer/runtime/logging.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -84,42 +85,75 @@ LoopState LoopState::from_json(const nlohmann::json& json, const std::string& fo
   return state;
 }
 
-void LoopState::require_same_shape(const LoopShape& now, const std::string& folder) const {
-  auto expect_same = [&](int64_t saved, int64_t current, const std::string& flag) {
-    if (saved != current)
-      throw ArgumentError("--resume_from_checkpoint " + folder +
-                          ": the checkpoint was written with " + flag + " " +
-                          std::to_string(saved) + " but this run uses " + std::to_string(current) +
-                          "; resume with the same value (the data order and the optimizer steps "
-                          "depend on it)");
-  };
-  // Another world size is fine when every step still sees the same global batch (a sharded
-  // checkpoint re-cuts its state for any world size): the samplers then hand out the same
-  // examples per optimizer step, only split differently between the ranks.
+bool LoopState::same_global_batch(const LoopShape& now) const {
   // (The saved sizes come from a file: a product that overflows is no global batch of a run.)
   int64_t saved_batch = 0, batch = 0;
   const bool overflow =
       __builtin_mul_overflow(shape.world_size, shape.per_device_train_batch_size, &saved_batch) ||
       __builtin_mul_overflow(now.world_size, now.per_device_train_batch_size, &batch);
-  if (shape.world_size != now.world_size && !overflow && saved_batch == batch) {
+  return !overflow && saved_batch == batch;
+}
+
+void LoopState::require_resumable_by(const LoopShape& now, const std::string& folder) const {
+  auto expect_same = [&](int64_t saved, int64_t current, const std::string& flag,
+                         const std::string& hint) {
+    if (saved != current)
+      throw ArgumentError(
+          "--resume_from_checkpoint " + folder + ": the checkpoint was written with " + flag + " " +
+          std::to_string(saved) + " but this run uses " + std::to_string(current) + "; " + hint);
+  };
+  const std::string same_value =
+      "resume with the same value (the data order and the optimizer steps depend on it)";
+  // Another world size is fine (a sharded checkpoint re-cuts its state for any world size).
+  // With the same global batch the samplers hand out the same examples per optimizer step,
+  // only split differently between the ranks; with another one (an elastic job that lost or
+  // gained a node runs the same command on another number of processes) resume_position
+  // continues as transformers does.
+  if (shape.world_size != now.world_size && same_global_batch(now)) {
     logging::logger()->info(
         "{}: written by {} processes x {} examples, resumed by {} x {}: the same global batch",
         folder, shape.world_size, shape.per_device_train_batch_size, now.world_size,
         now.per_device_train_batch_size);
   } else {
-    expect_same(shape.world_size, now.world_size, "world size");
     expect_same(shape.per_device_train_batch_size, now.per_device_train_batch_size,
-                "--per_device_train_batch_size");
+                "--per_device_train_batch_size",
+                shape.world_size == now.world_size
+                    ? same_value
+                    : "resume with the same value, or with one that keeps the global batch of " +
+                          std::to_string(shape.world_size) + " x " +
+                          std::to_string(shape.per_device_train_batch_size) + " examples");
   }
   expect_same(shape.gradient_accumulation_steps, now.gradient_accumulation_steps,
-              "--gradient_accumulation_steps");
-  expect_same(shape.train_dataset_size, now.train_dataset_size, "a train dataset of size");
+              "--gradient_accumulation_steps", same_value);
+  expect_same(shape.train_dataset_size, now.train_dataset_size, "a train dataset of size",
+              same_value);
 }
 
-DataPosition LoopState::resume_position(int64_t batches_per_epoch, bool ignore_data_skip,
+DataPosition LoopState::resume_position(const LoopShape& now, int64_t batches_per_epoch,
+                                        int64_t global_step, bool ignore_data_skip,
                                         const std::string& folder) const {
   DataPosition next = position;
-  if (next.batches_consumed >= batches_per_epoch) {  // saved at the end of an epoch
+  if (!same_global_batch(now)) {
+    // transformers' _init_training_state: the position is recomputed from global_step in this
+    // run's own updates per epoch. The saved run's batches were larger or smaller, so the
+    // resumed epoch re-reads or skips some examples; the optimizer steps and the schedule go on
+    // from global_step.
+    const int64_t gas = now.gradient_accumulation_steps;
+    const int64_t updates_per_epoch =
+        std::max<int64_t>((batches_per_epoch + gas - 1) / gas, int64_t{1});
+    next.epoch = global_step / updates_per_epoch;
+    next.batches_consumed = (global_step % updates_per_epoch) * gas;
+    logging::logger()->warn(
+        "{}: written by {} processes x {} examples x {} accumulation steps, resumed by {} x {} "
+        "x {}: the global batch changes from {} to {} examples per optimizer step. As "
+        "transformers does, the run goes on from global step {} at epoch {}, batch {} of this "
+        "run's {} batches per epoch",
+        folder, shape.world_size, shape.per_device_train_batch_size,
+        shape.gradient_accumulation_steps, now.world_size, now.per_device_train_batch_size, gas,
+        shape.world_size * shape.per_device_train_batch_size * shape.gradient_accumulation_steps,
+        now.world_size * now.per_device_train_batch_size * gas, global_step, next.epoch,
+        next.batches_consumed, batches_per_epoch);
+  } else if (next.batches_consumed >= batches_per_epoch) {  // saved at the end of an epoch
     next.epoch += 1;
     next.batches_consumed = 0;
   }

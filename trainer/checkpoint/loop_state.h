@@ -16,8 +16,8 @@ struct DataPosition {
   int64_t batches_consumed = 0;
 };
 
-/// The run's settings that fix the data order and the optimizer steps; a checkpoint resumes only
-/// into a run with the same ones.
+/// The run's settings that fix the data order and the optimizer steps. A checkpoint resumes into
+/// a run with the same ones, or with another world size (an elastic job that shrank or grew).
 struct LoopShape {
   int64_t world_size = 1;
   int64_t per_device_train_batch_size = 0;
@@ -45,15 +45,28 @@ struct LoopState {
   /// versions.
   static LoopState from_json(const nlohmann::json& json, const std::string& folder);
 
-  /// Throws ArgumentError naming the flag when `now` differs from the saved shape (a resume
-  /// with another batch size, accumulation, world size or train set cannot continue exactly).
-  void require_same_shape(const LoopShape& now, const std::string& folder) const;
+  /// Throws ArgumentError naming the flag when a run of shape `now` cannot resume this
+  /// checkpoint: another --gradient_accumulation_steps or train set, or another
+  /// --per_device_train_batch_size that does not keep the global batch. Another world size is
+  /// accepted (torchrun's elastic restarts change it); resume_position says where such a run
+  /// continues.
+  void require_resumable_by(const LoopShape& now, const std::string& folder) const;
 
-  /// Where a resumed run continues: the next epoch when the checkpoint ends one, the epoch's
-  /// start with `ignore_data_skip` (HF), else the next unseen batch. Throws when the checkpoint
-  /// was taken inside an accumulation window.
-  DataPosition resume_position(int64_t batches_per_epoch, bool ignore_data_skip,
-                               const std::string& folder) const;
+  /// True when `now` hands out the saved run's global batch (world size x per-device batch):
+  /// every optimizer step then sees the same examples, only split otherwise between ranks.
+  bool same_global_batch(const LoopShape& now) const;
+
+  /// Where a run of shape `now` continues, with `batches_per_epoch` of its own batches per epoch
+  /// and the checkpoint's `global_step`:
+  /// - with the saved global batch: the next unseen batch (the next epoch when the checkpoint
+  ///   ends one), exactly where the saved run would have gone on;
+  /// - with another one (the world size changed): transformers' rule, epoch = global_step /
+  ///   updates per epoch and (global_step % updates per epoch) x accumulation batches skipped,
+  ///   both counted in this run's batches;
+  /// - the epoch's start either way with `ignore_data_skip` (HF).
+  /// Throws when the checkpoint was taken inside an accumulation window.
+  DataPosition resume_position(const LoopShape& now, int64_t batches_per_epoch, int64_t global_step,
+                               bool ignore_data_skip, const std::string& folder) const;
 };
 
 }  // namespace ctrainer

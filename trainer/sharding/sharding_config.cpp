@@ -109,10 +109,13 @@ ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& proce
   const std::shared_ptr<const ShardingFiles> files = read_sharding_files(args);
   if (files->fsdp_setup) {
     setup.source = "--fsdp";
-    if (!process.is_distributed())
+    // transformers' rule: a launcher's process is distributed training even when it is alone
+    // (LOCAL_RANK set: ParallelMode.DISTRIBUTED), as an elastic job that shrank to one process
+    // is; only a process started without one is refused.
+    if (!process.is_distributed() && process.launched_by == LaunchEnvironment::kSingleProcess)
       throw ArgumentError("--fsdp " + args.fsdp +
-                          ": Using fsdp only works in distributed training; start several "
-                          "processes (ctrainer-run, torchrun, srun) or remove --fsdp");
+                          ": Using fsdp only works in distributed training; start the program "
+                          "with a launcher (ctrainer-run, torchrun, srun) or remove --fsdp");
     const std::string source =
         args.fsdp_config ? "--fsdp_config " + *args.fsdp_config : "--fsdp_config";
     setup.fsdp = files->fsdp_setup;

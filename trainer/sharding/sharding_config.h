@@ -56,8 +56,9 @@ DeepSpeedTrainerArgs deepspeed_trainer_args(const TrainingArguments& args, int64
 /// validate() read (reading them only if the flags changed since), fills ShardingOptions, runs
 /// transformers' trainer_config_process and the model's hidden-size "auto" keys for DeepSpeed, and
 /// applies what the config implies to `args` (fp16/bf16, max_grad_norm = gradient_clipping; fsdp
-/// activation_checkpointing → gradient_checkpointing), logging each change. --fsdp needs several
-/// processes, as in transformers ("Using fsdp only works in distributed training.").
+/// activation_checkpointing → gradient_checkpointing), logging each change. --fsdp needs a
+/// launcher's process (any world size), as in transformers ("Using fsdp only works in
+/// distributed training.").
 ShardingSetup resolve_sharding(TrainingArguments& args, const ProcessInfo& process,
                                const Model& model);
 
