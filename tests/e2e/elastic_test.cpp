@@ -1,5 +1,6 @@
 // Elastic membership for real: two simulated nodes (network namespaces, as in
-// multinode_test.cpp), each an elastic agent with --nnodes 1:2 and one run_glue process, on a
+// multinode_test.cpp), each an elastic agent with --nnodes 1:2 and one run_glue process (DDP,
+// ZeRO-2, ZeRO-3 or FSDP FULL_SHARD: the sharded state is re-cut at every restart), on a
 // c10d rendezvous store hosted by node 0; the agent is torch 2.15's torchrun or ctrainer-run's
 // (ctrainer-run-elastic). Node 1 is killed once the job has a checkpoint; node 0's agent restarts
 // its worker in a world of one, which resumes that checkpoint (global batch 8 instead of 16:
@@ -30,6 +31,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +61,29 @@ std::string launcher_name(Launcher launcher) {
 void PrintTo(Launcher launcher, std::ostream* out) {
   *out << launcher_name(launcher);
 }
+
+/// How the job trains: its state after a change of world size is DDP's whole state, or the
+/// shards of ZeRO-2, ZeRO-3 or FSDP FULL_SHARD re-cut for the new world size.
+enum class Strategy { kDdp, kZero2, kZero3, kFsdp };
+
+std::string strategy_name(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kDdp:
+      return "ddp";
+    case Strategy::kZero2:
+      return "zero2";
+    case Strategy::kZero3:
+      return "zero3";
+    case Strategy::kFsdp:
+      return "fsdp";
+  }
+  return "";
+}
+
+void PrintTo(Strategy strategy, std::ostream* out) {
+  *out << strategy_name(strategy);
+}
+
 /// 8 epochs: 48 steps of 2 x 8 (96 of 1 x 8), a checkpoint every 3 steps.
 constexpr int kEpochs = 8;
 /// How long any one awaited event may take (an agent's restart takes a few seconds).
@@ -71,7 +96,7 @@ Args with_value(Args args, const std::string& flag, const std::string& value) {
   return args;
 }
 
-class Elastic : public ::testing::TestWithParam<Launcher> {
+class Elastic : public ::testing::TestWithParam<std::tuple<Launcher, Strategy>> {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("ctrainer_elastic_" + std::to_string(::getpid()));
@@ -82,6 +107,28 @@ class Elastic : public ::testing::TestWithParam<Launcher> {
     if (!problem.empty())
       GTEST_SKIP() << "cannot simulate two nodes with network namespaces here: " << problem;
     ctrainer::testing::write_tiny_mrpc(dir_, CTRAINER_EXAMPLES_DATA_DIR);
+    for (const int stage : {2, 3})
+      std::ofstream(dir_ / ("zero" + std::to_string(stage) + ".json"))
+          << R"({"zero_optimization": {"stage": )" << stage
+          << R"(}, "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"})";
+    std::ofstream(dir_ / "fsdp.json") << R"({"transformer_layer_cls_to_wrap": ["BertLayer"]})";
+  }
+
+  Launcher launcher() const { return std::get<0>(GetParam()); }
+
+  /// The strategy's flags for run_glue.
+  Args strategy_flags() const {
+    switch (std::get<1>(GetParam())) {
+      case Strategy::kDdp:
+        return {};
+      case Strategy::kZero2:
+        return {"--deepspeed", (dir_ / "zero2.json").string()};
+      case Strategy::kZero3:
+        return {"--deepspeed", (dir_ / "zero3.json").string()};
+      case Strategy::kFsdp:
+        return {"--fsdp", "full_shard auto_wrap", "--fsdp_config", (dir_ / "fsdp.json").string()};
+    }
+    return {};
   }
 
   void TearDown() override {
@@ -101,6 +148,8 @@ class Elastic : public ::testing::TestWithParam<Launcher> {
     Args all = ctrainer::testing::tiny_mrpc_flags(dir_, CTRAINER_EXAMPLES_DATA_DIR, out, kEpochs);
     for (const char* extra : {"--ddp_timeout", "20", "--resume_from_checkpoint", "latest"})
       all.push_back(extra);
+    const Args strategy = strategy_flags();
+    all.insert(all.end(), strategy.begin(), strategy.end());
     return all;
   }
 
@@ -111,7 +160,7 @@ class Elastic : public ::testing::TestWithParam<Launcher> {
   /// formed a world of its own: the live agent was presumably judged dead); ctrainer-run's
   /// agents learn of a dead node from their workers' failure.
   pid_t start_agent(int i, const fs::path& log) {
-    const bool torchrun = GetParam() == Launcher::kTorchrun;
+    const bool torchrun = launcher() == Launcher::kTorchrun;
     Args argv = nodes_.exec_prefix(i);
     if (torchrun) {
       argv.push_back(CTRAINER_PYTHON);
@@ -152,7 +201,7 @@ class Elastic : public ::testing::TestWithParam<Launcher> {
 
   /// What node 0's agent writes when it stops its worker for a node that joins.
   std::string stopping_for_a_new_node() const {
-    return GetParam() == Launcher::kTorchrun ? "closing signal SIGTERM"
+    return launcher() == Launcher::kTorchrun ? "closing signal SIGTERM"
                                              : "stopping the workers with SIGTERM";
   }
 
@@ -319,11 +368,15 @@ TEST_P(Elastic, ANodeLeavesAndComesBackAndTheJobEndsAsResumedByHand) {
               1e-5);
 }
 
-// ctest names: elastic/Elastic.<test>/<launcher> (`ctest -R elastic`).
+// ctest names: elastic/Elastic.<test>/<launcher>_<strategy> (`ctest -R elastic`).
 INSTANTIATE_TEST_SUITE_P(elastic, Elastic,
-                         ::testing::Values(Launcher::kTorchrun, Launcher::kCtrainerRun),
-                         [](const ::testing::TestParamInfo<Launcher>& info) {
-                           return launcher_name(info.param);
+                         ::testing::Combine(::testing::Values(Launcher::kTorchrun,
+                                                              Launcher::kCtrainerRun),
+                                            ::testing::Values(Strategy::kDdp, Strategy::kZero2,
+                                                              Strategy::kZero3, Strategy::kFsdp)),
+                         [](const ::testing::TestParamInfo<std::tuple<Launcher, Strategy>>& info) {
+                           return launcher_name(std::get<0>(info.param)) + "_" +
+                                  strategy_name(std::get<1>(info.param));
                          });
 
 }  // namespace
