@@ -222,8 +222,8 @@ TEST(Launcher, KillsWorkersThatIgnoreSigtermAfterTheGracePeriod) {
       // --out: rank 1 fails only once rank 0 has started ignoring SIGTERM (under load it
       // failed first and rank 0 died of the SIGTERM, so no SIGKILL was needed).
       run_launcher(dir, {"--nproc-per-node", "2", "--grace-period", "0.5"}, kWorker,
-                   {"--out", dir.string(), "--fail-rank", "1", "--fail-code", "9",
-                    "--ignore-term", "--sleep", "60"});
+                   {"--out", dir.string(), "--fail-rank", "1", "--fail-code", "9", "--ignore-term",
+                    "--sleep", "60"});
   EXPECT_EQ(run.code, 9) << run.err;
   EXPECT_LT(run.seconds, 20);
   EXPECT_NE(run.err.find("did not stop after SIGTERM: sending SIGKILL"), std::string::npos)
@@ -302,7 +302,8 @@ TEST(Launcher, RejectsBadCommandLines) {
     EXPECT_EQ(code, 2) << err;
     EXPECT_NE(err.find(message), std::string::npos) << err;
   };
-  check({"--nnodes", "1:4", kWorker}, "--nnodes 1:4: an elastic range needs the dynamic rendezvous");
+  check({"--nnodes", "1:4", kWorker},
+        "--nnodes 1:4: an elastic range needs the dynamic rendezvous");
   check({"-m", "train"}, "-m/--module");
   check({"--nproc-per-node", "2"}, "no program given");
   check({"--nproc-per-node", "two", kWorker}, "--nproc-per-node must be a positive integer");
@@ -371,6 +372,55 @@ TEST(LauncherGloo, MissingPeerTimesOutNamingTheStoreAndTheCount) {
                             address + " within 2 s (world size 2)"),
             std::string::npos)
       << client_err;
+}
+
+// ctrainer-run's c10d rendezvous on one machine (the two-node version, with nodes that leave and
+// join, is elastic_test.cpp, and needs root): two agents at the same endpoint form a world of two
+// nodes, at once (MAX nodes), ranked by join order (same address): the first serves the store,
+// the second finds the port taken and reaches it.
+TEST(LauncherElastic, TwoAgentsOnOneMachineFormAWorldOfTwoNodes) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::string> agent = {CTRAINER_RUN_BINARY,
+                                          "--nnodes",
+                                          "1:2",
+                                          "--rdzv-backend",
+                                          "c10d",
+                                          "--rdzv-endpoint",
+                                          "127.0.0.1:" + std::to_string(free_port()),
+                                          "--rdzv-id",
+                                          "one_machine",
+                                          "--rdzv-conf",
+                                          "last_call_timeout=30",
+                                          kGlooWorker,
+                                          "--timeout",
+                                          "60"};
+  const pid_t first = spawn_process(agent, dir / "first.out", dir / "first.err");
+  ASSERT_TRUE(wait_until_exists({dir / "first.err"}, 10));
+  const auto joined = [&] {
+    return read_file(dir / "first.err").find("joined round 0") != std::string::npos;
+  };
+  for (const auto deadline = Clock::now() + std::chrono::seconds(30);
+       !joined() && Clock::now() < deadline;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto start = Clock::now();
+  const int second = wait_for(spawn_process(agent, dir / "second.out", dir / "second.err"));
+  const int first_code = wait_for(first);
+  const std::string first_err = read_file(dir / "first.err"),
+                    second_err = read_file(dir / "second.err");
+  ASSERT_EQ(first_code, 0) << first_err;
+  ASSERT_EQ(second, 0) << second_err;
+  // MAX nodes close the round at once, not after the 30 s last call.
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 25);
+  EXPECT_NE(first_err.find("serving the rendezvous store"), std::string::npos) << first_err;
+  EXPECT_NE(second_err.find("reaching it as a client instead"), std::string::npos) << second_err;
+  EXPECT_NE(first_err.find("round 0: node 0 of 2, world size 2"), std::string::npos) << first_err;
+  EXPECT_NE(second_err.find("round 0: node 1 of 2, world size 2"), std::string::npos) << second_err;
+  EXPECT_NE(
+      read_file(dir / "first.out").find("rank 0 of 2 (gloo): all-reduce 3 30, broadcast 1: OK"),
+      std::string::npos);
+  EXPECT_NE(
+      read_file(dir / "second.out").find("rank 1 of 2 (gloo): all-reduce 3 30, broadcast 1: OK"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <ctrainer/core/errors.h>
@@ -81,15 +82,20 @@ c10::intrusive_ptr<c10d::TCPStore> open_store(const LaunchOptions& options,
   store.waitWorkers = false;
   store.timeout = milliseconds(static_cast<int64_t>(options.rdzv_join_timeout_s * 1000));
   const std::string where = options.master_addr + ":" + std::to_string(options.master_port);
-  try {
-    return c10::make_intrusive<c10d::TCPStore>(endpoint_address, store);
-  } catch (const std::exception& error) {
-    throw std::runtime_error(
+  const auto failure = [&](const std::string& why) {
+    return std::runtime_error(
         (host ? "could not serve the rendezvous store on port " +
                     std::to_string(options.master_port) + " (--rdzv-endpoint " + where + ")"
               : "could not reach the rendezvous store at --rdzv-endpoint " + where) +
-        ": " + error.what() +
+        ": " + why +
         (host ? ". Is the port in use?" : ". Is the node that serves it (its host) up?"));
+  };
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(endpoint_address, store);
+  } catch (const c10::Error& error) {
+    throw failure(error.what_without_backtrace());  // what() adds a C++ backtrace
+  } catch (const std::exception& error) {
+    throw failure(error.what());
   }
 }
 
@@ -100,8 +106,19 @@ int run_elastic_agent(const LaunchOptions& options) {
   const std::string endpoint_address = resolve(options.master_addr);
   const std::string node_address =
       options.local_addr ? *options.local_addr : route_to(endpoint_address, options.master_port);
-  const bool host = options.rdzv_is_host.value_or(is_local(endpoint_address));
-  const auto store = open_store(options, endpoint_address, host);
+  bool host = options.rdzv_is_host.value_or(is_local(endpoint_address));
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  try {
+    store = open_store(options, endpoint_address, host);
+  } catch (const std::exception& error) {
+    // Several agents on the endpoint's machine: the first serves, the others reach it.
+    if (!host || options.rdzv_is_host) throw;
+    say(std::string(error.what()) +
+        "; reaching it as a client instead (another agent here "
+        "serves it, or pass --rdzv-conf is_host=0)");
+    host = false;
+    store = open_store(options, endpoint_address, host);
+  }
 
   RendezvousSettings settings;
   settings.run_id = options.run_id;
@@ -123,6 +140,7 @@ int run_elastic_agent(const LaunchOptions& options) {
 
   SignalCatcher catcher;
   int64_t failures = 0;
+  int last_failure = 0;  // the code of this node's last failed round, until a round succeeds
   for (int64_t attempt = 0;; ++attempt) {
     const int signals_seen = signals_received();
     const std::optional<RoundAssignment> round =
@@ -130,8 +148,11 @@ int run_elastic_agent(const LaunchOptions& options) {
                         [&] { return signals_received() != signals_seen; });
     if (!round) {
       if (signals_received() != signals_seen) return 128 + last_signal();
-      say("the job has ended (another node's workers finished); nothing to do");
-      return 0;
+      say("the job has ended (another node's workers finished)" +
+          (last_failure != 0 ? "; this node's last round failed: exiting with code " +
+                                   std::to_string(last_failure)
+                             : std::string("; nothing to do")));
+      return last_failure;
     }
     say("round " + std::to_string(round->round) + ": node " + std::to_string(round->node_rank) +
         " of " + std::to_string(round->nnodes) + ", world size " +
@@ -158,10 +179,12 @@ int run_elastic_agent(const LaunchOptions& options) {
       case GroupEnd::kSignalled:
         return result.exit_code;
       case GroupEnd::kMembershipChanged:
+        last_failure = 0;
         say("round " + std::to_string(round->round) +
             " was superseded (a node failed or wants to join); joining the next round");
         continue;
       case GroupEnd::kWorkerFailed:
+        last_failure = result.exit_code;
         rendezvous.supersede(round->round);
         if (failures >= options.max_restarts) {
           say("all " + std::to_string(options.max_restarts) +
