@@ -1,7 +1,8 @@
 // Multi-node for real: two simulated nodes of 2 processes each, every node a Linux network
 // namespace the test creates (tests/support/network_namespaces.h: ip netns + a veth pair,
-// 10.77.K.1 <-> 10.77.K.2), launched by ctrainer-run's static multi-node rendezvous and by the
-// torch wheel's torchrun with its c10d rendezvous. The nodes share the file system and PIDs but
+// 10.77.K.1 <-> 10.77.K.2), launched by ctrainer-run's static multi-node rendezvous, by the
+// torch wheel's torchrun with its c10d rendezvous, and by accelerate launch with a two-machine
+// config file. The nodes share the file system and PIDs but
 // not the network: node 1 reaches node 0 only through the veth, as it would reach another host.
 // Each job trains the tiny MRPC workload (tests/support/tiny_mrpc.h, 2 epochs = 6 steps of 4 x 8)
 // and is compared with one node of 4 processes on loopback (ctrainer-run --standalone):
@@ -45,10 +46,18 @@ using ctrainer::testing::read_json_if_exists;
 using Args = std::vector<std::string>;
 using Clock = std::chrono::steady_clock;
 
-enum class Launcher { kCtrainerRun, kTorchrun };
+enum class Launcher { kCtrainerRun, kTorchrun, kAccelerate };
 
 std::string launcher_name(Launcher launcher) {
-  return launcher == Launcher::kCtrainerRun ? "ctrainer_run" : "torchrun";
+  switch (launcher) {
+    case Launcher::kCtrainerRun:
+      return "ctrainer_run";
+    case Launcher::kTorchrun:
+      return "torchrun";
+    case Launcher::kAccelerate:
+      return "accelerate";
+  }
+  return "";
 }
 
 /// GoogleTest prints the parameter with this (ctest's test names end with it).
@@ -93,6 +102,13 @@ class MultiNode : public ::testing::TestWithParam<Launcher> {
       GTEST_SKIP() << "cannot simulate two nodes with network namespaces here: " << problem;
     ctrainer::testing::write_tiny_mrpc(dir_, CTRAINER_EXAMPLES_DATA_DIR);
     std::ofstream(dir_ / "fsdp.json") << kFsdpConfig;
+    std::ofstream(dir_ / "accelerate_two_machines.yaml")
+        << "compute_environment: LOCAL_MACHINE\ndebug: false\ndistributed_type: MULTI_GPU\n"
+           "downcast_bf16: 'no'\ngpu_ids: all\nmachine_rank: 0\nmain_process_ip: "
+        << nodes_.node(0).address << "\nmain_process_port: " << kPort
+        << "\nmain_training_function: main\nmixed_precision: 'no'\nnum_machines: 2\n"
+           "num_processes: 4\nrdzv_backend: static\nsame_network: true\ntpu_env: []\n"
+           "tpu_use_cluster: false\ntpu_use_sudo: false\nuse_cpu: false\n";
   }
 
   void TearDown() override {
@@ -141,6 +157,19 @@ class MultiNode : public ::testing::TestWithParam<Launcher> {
               host,
               "--master-port",
               std::to_string(kPort)};
+    // accelerate launch with the file `accelerate config` writes for two machines of 2 GPU
+    // processes (on a machine without GPUs the processes train on the CPU with Gloo): accelerate
+    // runs torchrun with the file's static rendezvous at main_process_ip:main_process_port;
+    // each machine passes its --machine_rank, as the docs' two-machine example does.
+    if (launcher == Launcher::kAccelerate)
+      return {CTRAINER_PYTHON,
+              CTRAINER_ACCELERATE,
+              "launch",
+              "--config_file",
+              (dir_ / "accelerate_two_machines.yaml").string(),
+              "--machine_rank",
+              std::to_string(i),
+              "--no_python"};
     // torchrun's c10d rendezvous, as on a cluster, with two things a namespace needs:
     //  - --rdzv-conf is_host: an agent hosts the rendezvous store when the endpoint's host names
     //    this machine, judged from the host name and the addresses it resolves to. Both
@@ -321,7 +350,8 @@ TEST_P(MultiNode, HybridShardOnTwoNodesTrainsWhatFullShardOnOneNodeTrains) {
 
 // ctest names: multinode/MultiNode.<test>/<launcher> (`ctest -R multinode`).
 INSTANTIATE_TEST_SUITE_P(multinode, MultiNode,
-                         ::testing::Values(Launcher::kCtrainerRun, Launcher::kTorchrun),
+                         ::testing::Values(Launcher::kCtrainerRun, Launcher::kTorchrun,
+                                           Launcher::kAccelerate),
                          [](const ::testing::TestParamInfo<Launcher>& info) {
                            return launcher_name(info.param);
                          });
