@@ -93,9 +93,9 @@ std::optional<RoundAssignment> DynamicRendezvous::join(
     store_->set(round_key(round, "node_" + std::to_string(index - 1)),
                 bytes(settings_.node_address));
     settings_.report("rendezvous: joined round " + std::to_string(round) + " (" +
-                     std::to_string(index) + " of " + std::to_string(settings_.min_nodes) + " to " +
-                     std::to_string(settings_.max_nodes) +
-                     " nodes so far); waiting for it to close");
+                     std::to_string(index) + (index == 1 ? " node" : " nodes") +
+                     " so far; --nnodes " + std::to_string(settings_.min_nodes) + ":" +
+                     std::to_string(settings_.max_nodes) + "); waiting for it to close");
     // Wait for the round to close: MAX nodes, or MIN and a quiet last call. Whichever node sees
     // it first writes the size; compareSet keeps the first size written.
     const int64_t expected = has(round_key(round, "expected"))
