@@ -27,6 +27,7 @@ Scenario vs_hf_scenario();
 Scenario clm_vs_hf_scenario();
 Scenario generate_vs_hf_scenario();
 Scenario seq2seq_vs_hf_scenario();
+Scenario linear_kernel_scenario();
 }  // namespace ctrainer::bench
 
 namespace {
@@ -47,7 +48,8 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::vs_hf_scenario(),
           ctrainer::bench::clm_vs_hf_scenario(),
           ctrainer::bench::generate_vs_hf_scenario(),
-          ctrainer::bench::seq2seq_vs_hf_scenario()};
+          ctrainer::bench::seq2seq_vs_hf_scenario(),
+          ctrainer::bench::linear_kernel_scenario()};
 }
 
 /// The scenario flag called `name`, searched in every scenario: whether it takes a value must

@@ -5,6 +5,7 @@
 #include <torch/nn/functional/padding.h>
 
 #include <ctrainer/core/errors.h>
+#include <ctrainer/models/linear_kernel.h>
 
 namespace ctrainer {
 
@@ -84,7 +85,7 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
                              const at::Tensor& tied_embedding, const Batch& batch,
                              std::optional<int64_t> num_items_in_batch) {
   ModelOutput out;
-  out.logits = lm_head ? lm_head->forward(hidden) : at::linear(hidden, tied_embedding);
+  out.logits = lm_head ? lm_head->forward(hidden) : ctrainer::linear(hidden, tied_embedding);
   // As transformers: a loss only with labels; a batch's shift_labels (already shifted, from
   // collators that shift themselves) replace the labels' own shift.
   if (batch.contains("labels"))
@@ -97,7 +98,7 @@ ModelOutput causal_lm_output(const at::Tensor& hidden, AdaptableLinear& lm_head,
 at::Tensor last_position_logits(const at::Tensor& hidden, AdaptableLinear& lm_head,
                                 const at::Tensor& tied_embedding) {
   const at::Tensor last = hidden.narrow(1, hidden.size(1) - 1, 1);
-  return (lm_head ? lm_head->forward(last) : at::linear(last, tied_embedding)).squeeze(1);
+  return (lm_head ? lm_head->forward(last) : ctrainer::linear(last, tied_embedding)).squeeze(1);
 }
 
 ModelOutput seq2seq_lm_output(const at::Tensor& logits, const at::Tensor& encoder_hidden,

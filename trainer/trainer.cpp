@@ -10,6 +10,7 @@
 #include <ctrainer/core/errors.h>
 #include <ctrainer/core/json_file.h>
 #include <ctrainer/distributed/process_group.h>
+#include <ctrainer/models/linear_kernel.h>
 #include <ctrainer/trainer/callbacks/default_flow_callback.h>
 #include <ctrainer/trainer/callbacks/log_file_callback.h>
 #include <ctrainer/trainer/callbacks/progress_callback.h>
@@ -49,6 +50,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   configure_intra_op_threads(process_.local_world_size);
   keep_freed_memory();
   warn_if_reference_blas();
+  cpu_linear_preference();  // a bad CTRAINER_CPU_LINEAR stops the run here, before any step
   if (args_.full_determinism)
     enable_full_determinism(args_.seed);
   else

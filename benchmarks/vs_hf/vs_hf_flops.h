@@ -44,9 +44,10 @@ struct GemmPeak {
   std::string what;  ///< shape, dtype, device, threads, repetitions
 };
 
-/// fp32 (bf16 with `bf16`) at::mm of 1024×768 by 768×3072 (BERT-base's FFN on 8 sequences of
+/// fp32 (bf16 with `bf16`) products of 1024×768 by 768×3072 (BERT-base's FFN on 8 sequences of
 /// 128 tokens) on the CPU with `threads` intra-op threads; on CUDA, 8192×8192 by 8192×8192
-/// (large enough to reach the GPU's peak). Best of 20 after 3 warm-ups.
+/// (large enough to reach the GPU's peak). Best of 20 after 3 warm-ups; on the CPU the faster of
+/// at::mm and ctrainer::linear's kernel (the one the models run), both named in `what`.
 GemmPeak measure_gemm_peak(bool cuda, bool bf16, int threads);
 
 }  // namespace ctrainer::bench::vs_hf

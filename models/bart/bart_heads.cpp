@@ -2,6 +2,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/generation/shift_tokens.h>
+#include <ctrainer/models/linear_kernel.h>
 #include <ctrainer/models/task_heads.h>
 
 namespace ctrainer {
@@ -53,7 +54,7 @@ std::shared_ptr<BartForConditionalGeneration> BartForConditionalGeneration::from
 
 at::Tensor BartForConditionalGeneration::lm_logits(const at::Tensor& hidden) {
   const at::Tensor logits =
-      lm_head ? lm_head->forward(hidden) : at::linear(hidden, model->shared->weight);
+      lm_head ? lm_head->forward(hidden) : ctrainer::linear(hidden, model->shared->weight);
   return logits + final_logits_bias;
 }
 

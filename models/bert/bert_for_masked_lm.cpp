@@ -3,9 +3,9 @@
 #include <torch/nn/init.h>
 
 #include <ATen/ops/cross_entropy_loss.h>
-#include <ATen/ops/linear.h>
 
 #include <ctrainer/models/activations.h>
+#include <ctrainer/models/linear_kernel.h>
 
 namespace ctrainer {
 namespace {
@@ -51,7 +51,7 @@ BertLMPredictionHeadImpl::BertLMPredictionHeadImpl(const BertConfig& config,
 at::Tensor BertLMPredictionHeadImpl::forward(const at::Tensor& hidden,
                                              const at::Tensor& word_embeddings) {
   if (decoder) return decoder->forward(transform->forward(hidden));
-  return at::linear(transform->forward(hidden), word_embeddings, bias);
+  return ctrainer::linear(transform->forward(hidden), word_embeddings, bias);
 }
 
 BertOnlyMLMHeadImpl::BertOnlyMLMHeadImpl(const BertConfig& config, bool tie_word_embeddings) {

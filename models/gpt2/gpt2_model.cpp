@@ -11,6 +11,7 @@
 #include <ctrainer/models/attention.h>
 #include <ctrainer/models/attention_mask.h>
 #include <ctrainer/models/gradient_checkpointing.h>
+#include <ctrainer/models/linear_kernel.h>
 #include <ctrainer/models/neftune.h>
 
 namespace ctrainer {
@@ -23,9 +24,8 @@ Conv1DImpl::Conv1DImpl(int64_t out_features, int64_t in_features)
 }
 
 at::Tensor Conv1DImpl::forward(const at::Tensor& x) {
-  auto out_shape = x.sizes().vec();
-  out_shape.back() = weight.size(1);
-  return adapted(x, at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(out_shape));
+  // x W + b with W stored [in, out]: linear() takes the transposed view as its [out, in] weight.
+  return adapted(x, ctrainer::linear(x, weight.t(), bias));
 }
 
 GPT2AttentionImpl::GPT2AttentionImpl(const GPT2Config& config, int64_t layer_index)

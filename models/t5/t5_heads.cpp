@@ -4,6 +4,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/generation/shift_tokens.h>
+#include <ctrainer/models/linear_kernel.h>
 #include <ctrainer/models/task_heads.h>
 
 namespace ctrainer {
@@ -64,7 +65,7 @@ at::Tensor T5ForConditionalGeneration::lm_logits(const at::Tensor& hidden) {
   const at::Tensor scaled = config_.scale_decoder_outputs
                                 ? hidden * std::pow(static_cast<double>(config_.d_model), -0.5)
                                 : hidden;
-  return lm_head ? lm_head->forward(scaled) : at::linear(scaled, shared->weight);
+  return lm_head ? lm_head->forward(scaled) : ctrainer::linear(scaled, shared->weight);
 }
 
 ModelOutput T5ForConditionalGeneration::forward(const Batch& batch) {

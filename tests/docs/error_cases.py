@@ -694,6 +694,8 @@ def cases():
              env={"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "two"}),
         Case("OMPI_COMM_WORLD_RANK >= OMPI_COMM_WORLD_SIZE", ["$CLS"],
              env={"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2"}),
+        Case("CTRAINER_CPU_LINEAR not onednn or aten", ["$CLS"],
+             env={"CTRAINER_CPU_LINEAR": "mkl"}),
         Case("--report_to mlflow without MLFLOW_TRACKING_URI",
              ["$CLS", "--report_to", "mlflow"]),
         Case("a file: MLFLOW_TRACKING_URI", ["$CLS", "--report_to", "mlflow"],

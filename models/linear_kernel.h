@@ -1,0 +1,45 @@
+#pragma once
+/// \file The linear layer's matrix product, y = x Wᵀ + b, with the GEMM chosen per call: on the
+/// CPU in fp32 through oneDNN's matmul, elsewhere through at::linear.
+///
+/// Why: libtorch's fp32 at::linear on the CPU calls MKL's sgemm, and MKL picks its kernels by CPU
+/// vendor: on AMD processors it runs its AVX2 code even where AVX-512 is there. On the 2-core AMD
+/// EPYC (Zen 5) build machine oneDNN (also inside libtorch, as the op mkldnn::_linear_pointwise
+/// that torch.compile's CPU backend calls) ran GPT-2's and BERT's forward products at ~2.2× MKL's
+/// GFLOP/s, a training step's three products at ~1.8-2.1×, and a greedy decoding step's LM head
+/// (1 × 512 × 32128) at ~2.7× (ctrainer-bench linear_kernel). On Intel processors MKL runs its
+/// AVX-512 kernels, so the gain should be small there (not measured). Both compute the same sums
+/// in fp32; only the order of the additions differs (results agree to ~1e-6 relative).
+#include <optional>
+#include <string_view>
+
+#include <ATen/ATen.h>
+
+namespace ctrainer {
+
+/// The GEMM that linear() runs.
+enum class LinearKernel {
+  kAten,    ///< at::linear (MKL's sgemm on the CPU, cuBLAS on CUDA).
+  kOneDnn,  ///< oneDNN's matmul through mkldnn::_linear_pointwise (fp32, CPU).
+};
+
+/// y = input Wᵀ + bias over input's last dimension, as at::linear(input, weight, bias) computes
+/// it, differentiable in all three. weight is [out, in] and may be a strided view (GPT-2's Conv1D
+/// passes its [in, out] weight transposed). Runs on linear_kernel_for(input, weight)'s kernel.
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
+                  const std::optional<at::Tensor>& bias = std::nullopt);
+
+/// The kernel linear() uses for these tensors: oneDNN when both are fp32 CPU tensors, the weight is
+/// 2-D, CPU autocast is off (autocast's bf16 casts belong to at::linear), libtorch has oneDNN
+/// enabled and the environment does not ask for ATen (see cpu_linear_preference()).
+LinearKernel linear_kernel_for(const at::Tensor& input, const at::Tensor& weight);
+
+/// What CTRAINER_CPU_LINEAR asks for: "onednn" (also when unset or empty) or "aten" (every
+/// product through at::linear, e.g. to compare with PyTorch's numbers bit for bit). Read once per
+/// process. Throws std::invalid_argument naming the variable and its accepted values otherwise.
+LinearKernel cpu_linear_preference();
+
+/// Parses a CTRAINER_CPU_LINEAR value (nullptr: unset). Throws std::invalid_argument as above.
+LinearKernel parse_cpu_linear_preference(const char* value);
+
+}  // namespace ctrainer

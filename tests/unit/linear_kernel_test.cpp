@@ -1,0 +1,137 @@
+// ctrainer::linear: which kernel runs (oneDNN for fp32 CPU products, at::linear for other dtypes,
+// under CPU autocast and when CTRAINER_CPU_LINEAR=aten), its values and gradients against an fp64
+// reference, a strided (transposed) weight as GPT-2's Conv1D passes it, and the model layers that
+// must go through it.
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <ctrainer/models/adaptable_linear.h>
+#include <ctrainer/models/gpt2/gpt2_model.h>
+#include <ctrainer/models/linear_kernel.h>
+
+namespace ctrainer {
+namespace linear_kernel_test {
+
+bool onednn_available() {
+  return linear_kernel_for(torch::ones({2, 2}), torch::ones({2, 2})) == LinearKernel::kOneDnn;
+}
+
+// max |a - b| / max |b|: the fp32 products' error against the fp64 reference.
+double relative_error(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b).abs().max().item<double>() / b.abs().max().item<double>();
+}
+
+TEST(LinearKernel, Fp32CpuProductsRunOnOneDnnWhenLibtorchHasIt) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this libtorch has no oneDNN";
+  EXPECT_EQ(linear_kernel_for(torch::ones({4, 8}), torch::ones({3, 8})), LinearKernel::kOneDnn);
+  EXPECT_EQ(linear_kernel_for(torch::ones({2, 4, 8}), torch::ones({8, 3}).t()),
+            LinearKernel::kOneDnn);
+}
+
+TEST(LinearKernel, OtherDtypesShapesAndAutocastStayOnAten) {
+  const auto f64 = torch::TensorOptions().dtype(at::kDouble);
+  const auto bf16 = torch::TensorOptions().dtype(at::kBFloat16);
+  EXPECT_EQ(linear_kernel_for(torch::ones({4, 8}, f64), torch::ones({3, 8}, f64)),
+            LinearKernel::kAten);
+  EXPECT_EQ(linear_kernel_for(torch::ones({4, 8}, bf16), torch::ones({3, 8}, bf16)),
+            LinearKernel::kAten);
+  EXPECT_EQ(linear_kernel_for(torch::ones({8}), torch::ones({3, 8})), LinearKernel::kAten);
+  EXPECT_EQ(linear_kernel_for(torch::ones({0, 8}), torch::ones({3, 8})), LinearKernel::kAten);
+  {
+    // CPU autocast casts inside at::linear: a product that bypassed it would stay in fp32.
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    const LinearKernel under_autocast = linear_kernel_for(torch::ones({4, 8}), torch::ones({3, 8}));
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    EXPECT_EQ(under_autocast, LinearKernel::kAten);
+  }
+}
+
+TEST(LinearKernel, TheEnvironmentChoosesOrIsRefusedByName) {
+  EXPECT_EQ(parse_cpu_linear_preference(nullptr), LinearKernel::kOneDnn);
+  EXPECT_EQ(parse_cpu_linear_preference(""), LinearKernel::kOneDnn);
+  EXPECT_EQ(parse_cpu_linear_preference("onednn"), LinearKernel::kOneDnn);
+  EXPECT_EQ(parse_cpu_linear_preference("aten"), LinearKernel::kAten);
+  try {
+    parse_cpu_linear_preference("mkl");
+    FAIL() << "'mkl' was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("CTRAINER_CPU_LINEAR='mkl'"), std::string::npos) << message;
+    EXPECT_NE(message.find("'onednn'"), std::string::npos) << message;
+    EXPECT_NE(message.find("'aten'"), std::string::npos) << message;
+  }
+}
+
+TEST(LinearKernel, ValuesAndGradientsMatchAnFp64Reference) {
+  if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
+  torch::manual_seed(0);
+  for (const bool strided_weight : {false, true}) {
+    SCOPED_TRACE(strided_weight ? "weight given as a transposed view" : "contiguous weight");
+    const at::Tensor x = torch::randn({3, 37, 256}).requires_grad_();
+    // Conv1D's case: the parameter is stored [in, out] and passed transposed.
+    const at::Tensor stored = strided_weight ? torch::randn({256, 96}) : torch::randn({96, 256});
+    const at::Tensor parameter = stored.clone().requires_grad_();
+    const at::Tensor weight = strided_weight ? parameter.t() : parameter;
+    const at::Tensor b = torch::randn({96}).requires_grad_();
+    const at::Tensor y = ctrainer::linear(x, weight, b);
+    ASSERT_EQ(y.sizes(), (std::vector<int64_t>{3, 37, 96}));
+    const at::Tensor upstream = torch::randn({3, 37, 96});
+    (y * upstream).sum().backward();
+
+    const at::Tensor x64 = x.detach().to(at::kDouble).requires_grad_();
+    const at::Tensor p64 = parameter.detach().to(at::kDouble).requires_grad_();
+    const at::Tensor b64 = b.detach().to(at::kDouble).requires_grad_();
+    const at::Tensor y64 = at::linear(x64, strided_weight ? p64.t() : p64, b64);
+    (y64 * upstream.to(at::kDouble)).sum().backward();
+
+    EXPECT_LT(relative_error(y, y64), 1e-6);
+    EXPECT_LT(relative_error(x.grad(), x64.grad()), 1e-6);
+    EXPECT_LT(relative_error(parameter.grad(), p64.grad()), 1e-6);
+    EXPECT_LT(relative_error(b.grad(), b64.grad()), 1e-6);
+    EXPECT_EQ(parameter.grad().sizes(), parameter.sizes());
+  }
+}
+
+TEST(LinearKernel, NoBiasAndNoGraphGiveTheGraphsValues) {
+  if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
+  torch::manual_seed(1);
+  const at::Tensor x = torch::randn({5, 64});
+  const at::Tensor w = torch::randn({32, 64}).requires_grad_();
+  const at::Tensor with_graph = ctrainer::linear(x, w);
+  EXPECT_TRUE(with_graph.requires_grad());
+  at::Tensor without_graph;
+  {
+    torch::InferenceMode inference;
+    without_graph = ctrainer::linear(x, w);
+  }
+  EXPECT_FALSE(without_graph.requires_grad());
+  EXPECT_TRUE(torch::equal(with_graph.detach(), without_graph));
+  EXPECT_LT(relative_error(with_graph.detach(),
+                           at::linear(x.to(at::kDouble), w.detach().to(at::kDouble))),
+            1e-6);
+}
+
+// The layers that carry almost all of a model's products call ctrainer::linear: their output is
+// its output bit for bit, and (on oneDNN) not at::linear's, whose additions run in another order.
+TEST(LinearKernel, AdaptableLinearAndConv1DGoThroughIt) {
+  if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
+  torch::manual_seed(2);
+  const at::Tensor x = torch::randn({64, 512});
+  AdaptableLinear linear(torch::nn::LinearOptions(512, 384));
+  const at::Tensor from_layer = linear->forward(x);
+  EXPECT_TRUE(torch::equal(from_layer, ctrainer::linear(x, linear->weight, linear->bias)));
+  EXPECT_FALSE(torch::equal(from_layer, at::linear(x, linear->weight, linear->bias)));
+
+  Conv1D conv(384, 512);
+  const at::Tensor from_conv = conv->forward(x);
+  EXPECT_TRUE(torch::equal(from_conv, ctrainer::linear(x, conv->weight.t(), conv->bias)));
+  EXPECT_FALSE(torch::equal(from_conv, at::addmm(conv->bias, x, conv->weight)));
+}
+
+}  // namespace linear_kernel_test
+}  // namespace ctrainer
