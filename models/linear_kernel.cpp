@@ -1,12 +1,13 @@
 #include <ctrainer/models/linear_kernel.h>
 
 #include <cstdlib>
-#include <stdexcept>
 #include <string>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/custom_function.h>
+
+#include <ctrainer/core/errors.h>
 
 namespace ctrainer {
 namespace {
@@ -91,9 +92,9 @@ LinearKernel parse_cpu_linear_preference(const char* value) {
   const std::string text = value ? value : "";
   if (text.empty() || text == "onednn") return LinearKernel::kOneDnn;
   if (text == "aten") return LinearKernel::kAten;
-  throw std::invalid_argument("CTRAINER_CPU_LINEAR='" + text +
-                              "' is not a CPU linear kernel: set it to 'onednn' (the default: "
-                              "oneDNN's matmul) or 'aten' (at::linear), or unset it");
+  throw ArgumentError("environment variable CTRAINER_CPU_LINEAR='" + text +
+                      "' is not a CPU linear kernel: set it to 'onednn' (the default: oneDNN's "
+                      "matmul) or 'aten' (at::linear), or unset it");
 }
 
 LinearKernel cpu_linear_preference() {

@@ -36,10 +36,10 @@ LinearKernel linear_kernel_for(const at::Tensor& input, const at::Tensor& weight
 
 /// What CTRAINER_CPU_LINEAR asks for: "onednn" (also when unset or empty) or "aten" (every
 /// product through at::linear, e.g. to compare with PyTorch's numbers bit for bit). Read once per
-/// process. Throws std::invalid_argument naming the variable and its accepted values otherwise.
+/// process. Throws ArgumentError naming the variable and its accepted values otherwise.
 LinearKernel cpu_linear_preference();
 
-/// Parses a CTRAINER_CPU_LINEAR value (nullptr: unset). Throws std::invalid_argument as above.
+/// Parses a CTRAINER_CPU_LINEAR value (nullptr: unset). Throws ArgumentError as above.
 LinearKernel parse_cpu_linear_preference(const char* value);
 
 }  // namespace ctrainer

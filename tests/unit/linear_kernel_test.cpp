@@ -2,7 +2,6 @@
 // under CPU autocast and when CTRAINER_CPU_LINEAR=aten), its values and gradients against an fp64
 // reference, a strided (transposed) weight as GPT-2's Conv1D passes it, and the model layers that
 // must go through it.
-#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -10,6 +9,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <ctrainer/core/errors.h>
 #include <ctrainer/models/adaptable_linear.h>
 #include <ctrainer/models/gpt2/gpt2_model.h>
 #include <ctrainer/models/linear_kernel.h>
@@ -59,9 +59,10 @@ TEST(LinearKernel, TheEnvironmentChoosesOrIsRefusedByName) {
   try {
     parse_cpu_linear_preference("mkl");
     FAIL() << "'mkl' was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const ArgumentError& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("CTRAINER_CPU_LINEAR='mkl'"), std::string::npos) << message;
+    EXPECT_NE(message.find("environment variable CTRAINER_CPU_LINEAR='mkl'"), std::string::npos)
+        << message;
     EXPECT_NE(message.find("'onednn'"), std::string::npos) << message;
     EXPECT_NE(message.find("'aten'"), std::string::npos) << message;
   }
