@@ -26,6 +26,8 @@ enum class LinearKernel {
 /// y = input Wᵀ + bias over input's last dimension, as at::linear(input, weight, bias) computes
 /// it, differentiable in all three. weight is [out, in] and may be a strided view (GPT-2's Conv1D
 /// passes its [in, out] weight transposed). Runs on linear_kernel_for(input, weight)'s kernel.
+/// On oneDNN its backward is not differentiable again: double backward (create_graph) through
+/// it needs CTRAINER_CPU_LINEAR=aten.
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
                   const std::optional<at::Tensor>& bias = std::nullopt);
 
