@@ -20,6 +20,7 @@
 #include <ctrainer/trainer/optim/lr_scheduler.h>
 #include <ctrainer/trainer/runtime/cpu_runtime.h>
 #include <ctrainer/trainer/runtime/device.h>
+#include <ctrainer/trainer/runtime/large_buffer_cache.h>
 #include <ctrainer/trainer/runtime/logging.h>
 #include <ctrainer/trainer/runtime/seed.h>
 #include <ctrainer/trainer/runtime/speed_metrics.h>
@@ -49,6 +50,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, TrainerCo
   logging::setup(args_, process_);
   configure_intra_op_threads(process_.local_world_size);
   keep_freed_memory();
+  install_large_buffer_cache();  // the buffers glibc would unmap (large_buffer_cache.h)
   warn_if_reference_blas();
   cpu_linear_preference();  // a bad CTRAINER_CPU_LINEAR stops the run here, before any step
   if (args_.full_determinism)

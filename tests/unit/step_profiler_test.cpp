@@ -128,6 +128,26 @@ TEST(StepProfiler, TrainerWritesProfileJson) {
   }
 }
 
+// Activations of 4096 x 2048 floats (32 MiB) are the large-buffer cache's: after the first step
+// a training loop that repeats its allocations takes every one of them from the cache.
+TEST(StepProfiler, ReportsTheLargeBufferCacheServingEveryTimedStepWithoutAMiss) {
+  auto args = testing::quiet_args("profile_cache");
+  args.max_steps = 5;
+  args.per_device_train_batch_size = 4096;
+  args.profile_steps = 3;
+  auto model = std::make_shared<MLPClassifier>(64, 2048, 2);
+  Trainer trainer(model, args, {.train_dataset = testing::make_blobs_dataset(4096 * 5, 64, 1)});
+  if (installed_large_buffer_cache() == nullptr) GTEST_SKIP() << "CTRAINER_MALLOC_DEFAULTS is set";
+  trainer.train();
+  const nlohmann::json r =
+      read_json_file(std::filesystem::path(args.output_dir) / "profile.json", "profile.json");
+  const nlohmann::json& cache = r.at("large_buffer_cache");
+  EXPECT_GT(cache.at("hits").get<int64_t>(), 3 * 2) << r.dump(2);
+  EXPECT_EQ(cache.at("misses").get<int64_t>(), 0) << r.dump(2);
+  EXPECT_EQ(cache.at("evictions").get<int64_t>(), 0) << r.dump(2);
+  EXPECT_GE(cache.at("peak_live_mb").get<double>(), 32.0) << r.dump(2);
+}
+
 TEST(StepProfiler, NegativeProfileStepsIsRefused) {
   TrainingArguments args;
   args.output_dir = "unused";

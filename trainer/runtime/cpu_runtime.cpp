@@ -13,6 +13,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 
+#include <ctrainer/trainer/runtime/large_buffer_cache.h>
 #include <ctrainer/trainer/runtime/logging.h>
 
 namespace ctrainer {
@@ -80,6 +81,7 @@ std::atomic<bool> malloc_settings_applied{false};
 }  // namespace
 
 void release_freed_memory() {
+  if (LargeBufferCache* cache = installed_large_buffer_cache()) cache->release_cached();
   if (malloc_settings_applied.load()) malloc_trim(0);
 }
 

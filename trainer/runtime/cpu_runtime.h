@@ -43,11 +43,12 @@ struct MallocSettings {
 /// Returns whether the settings were applied.
 bool keep_freed_memory(const MallocSettings& settings = {});
 
-/// Gives the free memory glibc kept (keep_freed_memory) back to the kernel (malloc_trim), at a
+/// Gives the free memory glibc kept (keep_freed_memory) and the buffers the large-buffer cache
+/// kept (large_buffer_cache.h) back to the kernel (malloc_trim), at a
 /// change of phase whose buffers differ from the last one's: before an evaluation loop, the
 /// heap holds the training step's freed buffers, which the evaluation's differently sized ones
 /// mostly cannot reuse, so without it the peak grows (BERT-base at eval batch 128: +300 MB).
-/// A no-op when keep_freed_memory() did not apply its settings.
+/// A no-op when neither keep_freed_memory() nor install_large_buffer_cache() applied.
 void release_freed_memory();
 
 }  // namespace ctrainer

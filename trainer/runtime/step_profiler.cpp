@@ -114,6 +114,8 @@ void StepProfiler::begin_step(int64_t step) {
   if (synchronize_ && (timing_ || step == 1)) synchronize_();
   step_start_ = std::chrono::steady_clock::now();
   step_communication_start_ = communication();
+  if (step == 2 && installed_large_buffer_cache() != nullptr)
+    cache_at_first_timed_step_ = installed_large_buffer_cache()->stats();
 }
 
 bool StepProfiler::end_step(int64_t step) {
@@ -157,6 +159,18 @@ nlohmann::json StepProfiler::report() const {
   out["process_start_to_first_step_s"] = process_start > 0 && first_step_unix_time_ > 0
                                              ? nlohmann::json(first_step_unix_time_ - process_start)
                                              : nlohmann::json(nullptr);
+  if (const LargeBufferCache* cache = installed_large_buffer_cache()) {
+    // A training loop that repeats its allocations should miss nothing after its first step.
+    const LargeBufferCacheStats now = cache->stats();
+    const LargeBufferCacheStats& start = cache_at_first_timed_step_;
+    out["large_buffer_cache"] = {
+        {"hits", now.hits - start.hits},
+        {"misses", now.misses - start.misses},
+        {"evictions", now.evictions - start.evictions},
+        {"peak_live_mb", static_cast<double>(now.peak_live_bytes) / (1 << 20)},
+        {"cached_mb", static_cast<double>(now.cached_bytes) / (1 << 20)},
+    };
+  }
   return out;
 }
 

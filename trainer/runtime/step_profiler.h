@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctrainer/trainer/runtime/large_buffer_cache.h>
+
 namespace ctrainer {
 
 /// The phases of an optimizer step the Trainer times. Time blocked in collectives is taken out
@@ -78,7 +80,9 @@ class StepProfiler {
   /// {"profile_steps", "profiled_steps", "first_profiled_step", "step_ms",
   ///  "phases_ms_per_step": {<phase>..., "communication", "other"}, "first_step_ms",
   ///  "first_optimizer_step_unix_time", "process_start_unix_time",
-  ///  "process_start_to_first_step_s"}; per-step values are means over the timed steps.
+  ///  "process_start_to_first_step_s", and "large_buffer_cache": {"hits", "misses",
+  ///  "evictions" over the timed steps, "peak_live_mb", "cached_mb"} when the cache is
+  ///  installed}; per-step values are means over the timed steps.
   nlohmann::json report() const;
   /// The report as log lines: one line per phase with ms per step and share of the step.
   std::string summary() const;
@@ -102,6 +106,7 @@ class StepProfiler {
   double step_seconds_total_ = 0;
   double first_step_seconds_ = 0;
   double first_step_unix_time_ = 0;
+  LargeBufferCacheStats cache_at_first_timed_step_;  ///< to count the timed steps' hits/misses
 };
 
 }  // namespace ctrainer
