@@ -166,6 +166,8 @@ TrainOutput Trainer::train() {
   initial_tokens_seen_ = state_.num_input_tokens_seen;
   std::optional<Preemption> preemption;
   if (args_.save_on_signal) preemption.emplace(*strategy_, device_);
+  // What loading the model, data and checkpoint freed is not what the steps allocate.
+  release_freed_memory();
 
   for (int64_t epoch = start_at.epoch;
        epoch < plan.num_train_epochs && state_.global_step < plan.max_steps; ++epoch) {

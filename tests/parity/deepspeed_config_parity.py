@@ -69,7 +69,10 @@ def ours(config_path, a, warmup_steps):
     payload.update(hidden_size=hidden, warmup_steps=warmup_steps)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(payload, f)
-    result = run([binary("ctrainer_parity_deepspeed_fill"), config_path, f.name])
+    try:
+        result = run([binary("ctrainer_parity_deepspeed_fill"), config_path, f.name])
+    finally:
+        os.unlink(f.name)
     return json.loads(result.stdout)
 
 

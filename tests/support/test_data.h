@@ -2,9 +2,13 @@
 // Small deterministic datasets and quiet TrainingArguments shared by the unit tests.
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -37,8 +41,34 @@ inline std::shared_ptr<TensorDataset> make_blobs_dataset(int64_t n, int64_t feat
       std::map<std::string, at::Tensor>{{"x", x}, {"labels", labels}});
 }
 
+/// Removes the directories fresh_output_dir() made when the test program ends, unless a test
+/// failed (they are then kept for a look, and named in the log) or CTRAINER_KEEP_TEST_DIRS=1.
+class TestDirectories {
+ public:
+  static TestDirectories& instance() {
+    static TestDirectories directories;
+    return directories;
+  }
+  void add(const std::filesystem::path& dir) { made_.push_back(dir); }
+  ~TestDirectories() {
+    const char* keep = std::getenv("CTRAINER_KEEP_TEST_DIRS");
+    if ((keep != nullptr && std::string(keep) == "1") ||
+        ::testing::UnitTest::GetInstance()->Failed()) {
+      for (const auto& dir : made_)
+        if (std::filesystem::exists(dir)) std::fprintf(stderr, "kept %s\n", dir.c_str());
+      return;
+    }
+    std::error_code ignored;  // a test that removed its own directory, or a busy file system
+    for (const auto& dir : made_) std::filesystem::remove_all(dir, ignored);
+  }
+
+ private:
+  std::vector<std::filesystem::path> made_;
+};
+
 /// A fresh, empty output directory, unique per process and test: ctest -j runs test processes in
-/// parallel, and two of them must never share (and delete) a directory.
+/// parallel, and two of them must never share (and delete) a directory. Removed when the program
+/// ends (TestDirectories).
 inline std::string fresh_output_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string test =
@@ -46,6 +76,7 @@ inline std::string fresh_output_dir(const std::string& name) {
   auto dir = std::filesystem::path(::testing::TempDir()) /
              ("ctrainer_" + std::to_string(::getpid()) + "_" + test + "_" + name);
   std::filesystem::remove_all(dir);
+  TestDirectories::instance().add(dir);
   return dir.string();
 }
 

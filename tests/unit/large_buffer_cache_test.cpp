@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -188,6 +189,33 @@ TEST(LargeBufferCache, InstalledCacheServesAtEmptyAndReleaseFreedMemoryEmptiesIt
   EXPECT_GE(cache->stats().cached_bytes, 40 * kMiB);
   release_freed_memory();
   EXPECT_EQ(cache->stats().cached_bytes, 0u);
+}
+
+/// Records the cache's held bytes when the first step begins.
+class CachedBytesAtFirstStep : public TrainerCallback {
+ public:
+  std::string name() const override { return "CachedBytesAtFirstStep"; }
+  void on_step_begin(Args, TrainerState& state, TrainerControl&, Ctx) override {
+    if (state.global_step == 0) bytes = installed_large_buffer_cache()->stats().cached_bytes;
+  }
+  std::optional<size_t> bytes;
+};
+
+TEST(LargeBufferCache, TrainingStartsWithTheBuffersOfLoadingGivenBack) {
+  auto args = testing::quiet_args("train_start");
+  args.max_steps = 1;
+  args.per_device_train_batch_size = 8;
+  auto recorder = std::make_shared<CachedBytesAtFirstStep>();
+  Trainer trainer(
+      std::make_shared<MLPClassifier>(8, 16, 2), args,
+      {.train_dataset = testing::make_blobs_dataset(16, 8, 1), .callbacks = {recorder}});
+  LargeBufferCache* cache = installed_large_buffer_cache();
+  if (cache == nullptr) GTEST_SKIP() << "CTRAINER_MALLOC_DEFAULTS is set";
+  at::empty({48 * static_cast<int64_t>(kMiB)}, at::kByte);  // loading's buffer, freed: kept
+  ASSERT_GE(cache->stats().cached_bytes, 48 * kMiB);
+  trainer.train();
+  ASSERT_TRUE(recorder->bytes.has_value());
+  EXPECT_EQ(*recorder->bytes, 0u);
 }
 
 /// Installs `allocator` as libtorch's CPU allocator for one scope.
