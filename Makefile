@@ -50,7 +50,7 @@ ifeq ($(SANITIZE),ON)
 endif
 
 # The demo builds only the program it runs (96 of the ~210 build steps).
-# Every unit program under ASan + UBSan (make test runs the 10 of scripts/sanitize.sh's default set).
+# Every unit program under ASan + UBSan (make test runs the 11 of scripts/sanitize.sh's default set).
 sanitize: deps
 	bash scripts/sanitize.sh --all --jobs $(JOBS)
 

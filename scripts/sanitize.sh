@@ -23,13 +23,13 @@ tests=()
 # The default set (make test): the programs whose subject is bytes, files, memory, threads and
 # signals that no fuzz target reaches (checkpoint files, write faults, malformed and unreadable
 # safetensors, Unicode in the tokenizer pipeline, the tokenized cache, untrusted paths, signal
-# handling, process-group sockets). The fuzz targets, which make test runs next from the same
-# build, cover the other parsers under the same sanitizers. The rest (tensor arithmetic and
+# handling, process-group sockets, the large-buffer cache's allocator). The fuzz targets, which
+# make test runs next from the same build, cover the other parsers under the same sanitizers. The rest (tensor arithmetic and
 # training loops, where the instrumented code is mostly libtorch's) runs in `make sanitize`:
 # compiling every program instrumented would add about 10 minutes to a cold make test.
 default_tests="checkpoint_manager_test write_faults_test safetensors_malformed_test
   safetensors_io_errors_test tokenizer_pipeline_test tokenized_dataset_test untrusted_paths_test
-  signal_guard_test process_group_test sentencepiece_model_test"
+  signal_guard_test process_group_test sentencepiece_model_test large_buffer_cache_test"
 while [ $# -gt 0 ]; do
   case "$1" in
     --all) all=1; shift ;;
