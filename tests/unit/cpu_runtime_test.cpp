@@ -8,12 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <ATen/Parallel.h>
 
 #include <ctrainer/trainer/runtime/cpu_runtime.h>
+
+#include "support/resident_memory.h"
 
 namespace ctrainer {
 namespace cpu_runtime_test {
@@ -72,13 +73,7 @@ TEST(CpuRuntime, IntraOpThreadsAreSetFromTheCoresPerProcess) {
 namespace ctrainer {
 namespace cpu_runtime_test {
 
-/// Resident memory of this process in bytes (/proc/self/statm's second field, in pages).
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
+using testing::resident_bytes;
 
 TEST(CpuRuntime, KeptFreeMemoryStaysResidentUntilReleased) {
   if (!keep_freed_memory()) GTEST_SKIP() << "malloc settings overridden by the environment";

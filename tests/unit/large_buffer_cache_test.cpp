@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <vector>
@@ -22,6 +21,7 @@
 #include <ctrainer/trainer/runtime/large_buffer_cache.h>
 #include <ctrainer/trainer/trainer.h>
 
+#include "support/resident_memory.h"
 #include "support/test_data.h"
 
 namespace ctrainer {
@@ -132,13 +132,7 @@ TEST(LargeBufferCache, RawAllocateAndDeallocateServeBothSizes) {
   EXPECT_EQ(cache.stats().live_bytes, 0u);
 }
 
-/// Resident memory of this process in bytes (/proc/self/statm's second field, in pages).
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
+using testing::resident_bytes;
 
 TEST(LargeBufferCache, ReleaseCachedGivesTheBlocksBackToTheSystem) {
   LargeBufferCache cache;
