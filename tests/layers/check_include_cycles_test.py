@@ -1,29 +1,18 @@
 #!/usr/bin/env python3
 """scripts/check_include_cycles.py: the repository passes; a cycle between folders fails."""
 import pathlib
-import subprocess
 import sys
-import tempfile
 import unittest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from fake_tree import REPO, run_checker as run_script  # noqa: E402
+
 CHECKER = REPO / "scripts" / "check_include_cycles.py"
 
 
 def run_checker(files):
-    """Runs the checker on a fake tree ({relative path: text}), or on the repository (None)."""
-    if files is None:
-        return subprocess.run([sys.executable, str(CHECKER), str(REPO)], capture_output=True,
-                              text=True, check=False)
-    with tempfile.TemporaryDirectory() as folder:
-        root = pathlib.Path(folder)
-        (root / "trainer").mkdir()
-        for name, text in files.items():
-            path = root / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        return subprocess.run([sys.executable, str(CHECKER), str(root)], capture_output=True,
-                              text=True, check=False)
+    """The checker on a fake tree ({relative path: text}), or on the repository (None)."""
+    return run_script(CHECKER, files)
 
 
 class CheckIncludeCyclesTest(unittest.TestCase):
