@@ -28,6 +28,7 @@ Scenario clm_vs_hf_scenario();
 Scenario generate_vs_hf_scenario();
 Scenario seq2seq_vs_hf_scenario();
 Scenario linear_kernel_scenario();
+Scenario attention_kernel_scenario();
 }  // namespace ctrainer::bench
 
 namespace {
@@ -49,7 +50,8 @@ std::vector<Scenario> all_scenarios() {
           ctrainer::bench::clm_vs_hf_scenario(),
           ctrainer::bench::generate_vs_hf_scenario(),
           ctrainer::bench::seq2seq_vs_hf_scenario(),
-          ctrainer::bench::linear_kernel_scenario()};
+          ctrainer::bench::linear_kernel_scenario(),
+          ctrainer::bench::attention_kernel_scenario()};
 }
 
 /// The scenario flag called `name`, searched in every scenario: whether it takes a value must

@@ -6,6 +6,7 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 #include <ctrainer/models/dropout.h>
+#include <ctrainer/models/fused_cpu_attention.h>
 
 namespace ctrainer {
 
@@ -20,6 +21,15 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                                             is_causal, scale);
   }
   const double factor = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (dropout_p < 1.0 && q.size(-2) * k.size(-2) >= kFusedAttentionMinScoresPerHead &&
+      fused_cpu_attention_applies(q, k, v, mask))
+    return fused_cpu_attention(q, k, v, mask, dropout_p, is_causal, factor);
+  return unfused_attention_with_dropout(q, k, v, mask, dropout_p, is_causal, factor);
+}
+
+at::Tensor unfused_attention_with_dropout(const at::Tensor& q, const at::Tensor& k,
+                                          const at::Tensor& v, const at::Tensor& mask,
+                                          double dropout_p, bool is_causal, double factor) {
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).mul_(factor);
   if (is_causal) {
     const at::Tensor future =

@@ -17,11 +17,21 @@ namespace ctrainer {
 /// Why not SDPA everywhere: on the CPU, SDPA with dropout takes its unfused math path, whose
 /// dropout is torch's per-element draw under the generator's lock (on GPT-2 small at 1,024
 /// tokens, about half of a training step on 2 cores). This runs the same steps with
-/// ctrainer::dropout (the same distribution, another mask; models/dropout.h). A query row that
-/// a boolean mask masks entirely attends every key uniformly there (as transformers' eager
+/// ctrainer::dropout (the same distribution, another mask; models/dropout.h): one head at a time
+/// in fp32 where fused_cpu_attention_applies() and a head has at least
+/// kFusedAttentionMinScoresPerHead scores (models/fused_cpu_attention.h), else through
+/// unfused_attention_with_dropout(); both keep the same elements for the same seed. A query row
+/// that a boolean mask masks entirely attends every key uniformly there (as transformers' eager
 /// attention), where SDPA gives zeros; such rows are padding, whose outputs no loss reads.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& mask, double dropout_p, bool training, bool is_causal,
                      std::optional<double> scale = std::nullopt);
+
+/// attention() in training with dropout on any inputs, all heads at once: at::matmul, the masks,
+/// at::softmax, ctrainer::dropout, at::matmul (differentiable twice; keeps the probabilities, the
+/// mask and the dropped probabilities for the backward). `scale` is applied, not defaulted.
+at::Tensor unfused_attention_with_dropout(const at::Tensor& q, const at::Tensor& k,
+                                          const at::Tensor& v, const at::Tensor& mask,
+                                          double dropout_p, bool is_causal, double scale);
 
 }  // namespace ctrainer

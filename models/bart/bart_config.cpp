@@ -8,36 +8,36 @@ namespace {
 using json = nlohmann::json;
 using namespace config_json;
 
-const std::vector<std::string> kKnownKeys = {"model_type",
-                                             "vocab_size",
-                                             "max_position_embeddings",
-                                             "d_model",
-                                             "encoder_layers",
-                                             "decoder_layers",
-                                             "encoder_ffn_dim",
-                                             "decoder_ffn_dim",
-                                             "encoder_attention_heads",
-                                             "decoder_attention_heads",
-                                             "encoder_layerdrop",
-                                             "decoder_layerdrop",
-                                             "activation_function",
-                                             "dropout",
-                                             "attention_dropout",
-                                             "activation_dropout",
-                                             "init_std",
-                                             "classifier_dropout",
-                                             "scale_embedding",
-                                             "use_cache",
-                                             "pad_token_id",
-                                             "bos_token_id",
-                                             "eos_token_id",
-                                             "decoder_start_token_id",
-                                             "forced_eos_token_id",
-                                             "tie_word_embeddings",
-                                             "hidden_size",
-                                             "num_attention_heads",
-                                             "num_hidden_layers",
-                                             "is_encoder_decoder"};
+const std::vector<std::string> kBartKnownKeys = {"model_type",
+                                                 "vocab_size",
+                                                 "max_position_embeddings",
+                                                 "d_model",
+                                                 "encoder_layers",
+                                                 "decoder_layers",
+                                                 "encoder_ffn_dim",
+                                                 "decoder_ffn_dim",
+                                                 "encoder_attention_heads",
+                                                 "decoder_attention_heads",
+                                                 "encoder_layerdrop",
+                                                 "decoder_layerdrop",
+                                                 "activation_function",
+                                                 "dropout",
+                                                 "attention_dropout",
+                                                 "activation_dropout",
+                                                 "init_std",
+                                                 "classifier_dropout",
+                                                 "scale_embedding",
+                                                 "use_cache",
+                                                 "pad_token_id",
+                                                 "bos_token_id",
+                                                 "eos_token_id",
+                                                 "decoder_start_token_id",
+                                                 "forced_eos_token_id",
+                                                 "tie_word_embeddings",
+                                                 "hidden_size",
+                                                 "num_attention_heads",
+                                                 "num_hidden_layers",
+                                                 "is_encoder_decoder"};
 
 void read_alias(const json& j, const char* own, const char* alias, int64_t& out,
                 const std::string& source) {
@@ -150,7 +150,7 @@ BartConfig BartConfig::from_json(const json& j, const std::string& source) {
                        "' true is mBART's layout, which ctrainer does not build; BART has "
                        "post-layer-norm layers");
   c.TaskHeadFields::read(j, source);
-  c.extra = unknown_keys(j, kKnownKeys);
+  c.extra = unknown_keys(j, kBartKnownKeys);
   c.validate(source);
   return c;
 }

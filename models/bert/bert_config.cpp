@@ -14,21 +14,21 @@ using namespace config_json;
 const std::set<std::string> kHiddenActs = {"gelu", "gelu_new", "relu"};
 
 // The keys from_json() consumes; everything else goes to `extra`.
-const std::vector<std::string> kKnownKeys = {"model_type",
-                                             "vocab_size",
-                                             "hidden_size",
-                                             "num_hidden_layers",
-                                             "num_attention_heads",
-                                             "intermediate_size",
-                                             "hidden_act",
-                                             "hidden_dropout_prob",
-                                             "attention_probs_dropout_prob",
-                                             "max_position_embeddings",
-                                             "type_vocab_size",
-                                             "layer_norm_eps",
-                                             "initializer_range",
-                                             "pad_token_id",
-                                             "classifier_dropout"};
+const std::vector<std::string> kBertKnownKeys = {"model_type",
+                                                 "vocab_size",
+                                                 "hidden_size",
+                                                 "num_hidden_layers",
+                                                 "num_attention_heads",
+                                                 "intermediate_size",
+                                                 "hidden_act",
+                                                 "hidden_dropout_prob",
+                                                 "attention_probs_dropout_prob",
+                                                 "max_position_embeddings",
+                                                 "type_vocab_size",
+                                                 "layer_norm_eps",
+                                                 "initializer_range",
+                                                 "pad_token_id",
+                                                 "classifier_dropout"};
 
 }  // namespace
 
@@ -100,7 +100,7 @@ BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& sou
   if (j.contains("position_embedding_type") && j.at("position_embedding_type") != "absolute")
     fail(source, "'position_embedding_type' " + shown(j.at("position_embedding_type")) +
                      " is not supported; only \"absolute\"");
-  c.extra = unknown_keys(j, kKnownKeys);
+  c.extra = unknown_keys(j, kBertKnownKeys);
   c.validate(source);
   return c;
 }

@@ -8,32 +8,32 @@ namespace {
 using json = nlohmann::json;
 using namespace config_json;
 
-const std::vector<std::string> kKnownKeys = {"model_type",
-                                             "vocab_size",
-                                             "n_positions",
-                                             "n_embd",
-                                             "n_layer",
-                                             "n_head",
-                                             "n_inner",
-                                             "activation_function",
-                                             "resid_pdrop",
-                                             "embd_pdrop",
-                                             "attn_pdrop",
-                                             "layer_norm_epsilon",
-                                             "initializer_range",
-                                             "scale_attn_weights",
-                                             "scale_attn_by_inverse_layer_idx",
-                                             "reorder_and_upcast_attn",
-                                             "tie_word_embeddings",
-                                             "use_cache",
-                                             "bos_token_id",
-                                             "eos_token_id",
-                                             "pad_token_id",
-                                             "add_cross_attention",
-                                             "hidden_size",
-                                             "num_hidden_layers",
-                                             "num_attention_heads",
-                                             "max_position_embeddings"};
+const std::vector<std::string> kGpt2KnownKeys = {"model_type",
+                                                 "vocab_size",
+                                                 "n_positions",
+                                                 "n_embd",
+                                                 "n_layer",
+                                                 "n_head",
+                                                 "n_inner",
+                                                 "activation_function",
+                                                 "resid_pdrop",
+                                                 "embd_pdrop",
+                                                 "attn_pdrop",
+                                                 "layer_norm_epsilon",
+                                                 "initializer_range",
+                                                 "scale_attn_weights",
+                                                 "scale_attn_by_inverse_layer_idx",
+                                                 "reorder_and_upcast_attn",
+                                                 "tie_word_embeddings",
+                                                 "use_cache",
+                                                 "bos_token_id",
+                                                 "eos_token_id",
+                                                 "pad_token_id",
+                                                 "add_cross_attention",
+                                                 "hidden_size",
+                                                 "num_hidden_layers",
+                                                 "num_attention_heads",
+                                                 "max_position_embeddings"};
 
 // HF's attribute_map: a config may use the generic name; the GPT-2 name wins when both appear.
 void read_aliased(const json& j, const char* gpt2_key, const char* generic_key, int64_t& out,
@@ -125,7 +125,7 @@ GPT2Config GPT2Config::from_json(const json& j, const std::string& source) {
          "'add_cross_attention' true is not supported: ctrainer's GPT-2 has no "
          "cross-attention (no encoder feeds it); set it to false");
   c.TaskHeadFields::read(j, source);
-  c.extra = unknown_keys(j, kKnownKeys);
+  c.extra = unknown_keys(j, kGpt2KnownKeys);
   c.validate(source);
   return c;
 }

@@ -8,29 +8,29 @@ namespace {
 using json = nlohmann::json;
 using namespace config_json;
 
-const std::vector<std::string> kKnownKeys = {"model_type",
-                                             "vocab_size",
-                                             "hidden_size",
-                                             "intermediate_size",
-                                             "num_hidden_layers",
-                                             "num_attention_heads",
-                                             "num_key_value_heads",
-                                             "head_dim",
-                                             "hidden_act",
-                                             "max_position_embeddings",
-                                             "initializer_range",
-                                             "rms_norm_eps",
-                                             "use_cache",
-                                             "pad_token_id",
-                                             "bos_token_id",
-                                             "eos_token_id",
-                                             "tie_word_embeddings",
-                                             "rope_parameters",
-                                             "rope_theta",
-                                             "rope_scaling",
-                                             "attention_bias",
-                                             "attention_dropout",
-                                             "mlp_bias"};
+const std::vector<std::string> kLlamaKnownKeys = {"model_type",
+                                                  "vocab_size",
+                                                  "hidden_size",
+                                                  "intermediate_size",
+                                                  "num_hidden_layers",
+                                                  "num_attention_heads",
+                                                  "num_key_value_heads",
+                                                  "head_dim",
+                                                  "hidden_act",
+                                                  "max_position_embeddings",
+                                                  "initializer_range",
+                                                  "rms_norm_eps",
+                                                  "use_cache",
+                                                  "pad_token_id",
+                                                  "bos_token_id",
+                                                  "eos_token_id",
+                                                  "tie_word_embeddings",
+                                                  "rope_parameters",
+                                                  "rope_theta",
+                                                  "rope_scaling",
+                                                  "attention_bias",
+                                                  "attention_dropout",
+                                                  "mlp_bias"};
 
 // rope_parameters (transformers 5), else rope_scaling + rope_theta (older files; HF 5 converts
 // them the same way). "type" is the old spelling of rope_type.
@@ -179,7 +179,7 @@ LlamaConfig LlamaConfig::from_json(const json& j, const std::string& source) {
   read_double(j, "attention_dropout", c.attention_dropout, source);
   read_bool(j, "mlp_bias", c.mlp_bias, source);
   c.TaskHeadFields::read(j, source);
-  c.extra = unknown_keys(j, kKnownKeys);
+  c.extra = unknown_keys(j, kLlamaKnownKeys);
   c.validate(source);
   return c;
 }

@@ -8,35 +8,35 @@ namespace {
 using json = nlohmann::json;
 using namespace config_json;
 
-const std::vector<std::string> kKnownKeys = {"model_type",
-                                             "vocab_size",
-                                             "d_model",
-                                             "d_kv",
-                                             "d_ff",
-                                             "num_layers",
-                                             "num_decoder_layers",
-                                             "num_heads",
-                                             "relative_attention_num_buckets",
-                                             "relative_attention_max_distance",
-                                             "dropout_rate",
-                                             "layer_norm_epsilon",
-                                             "initializer_factor",
-                                             "feed_forward_proj",
-                                             "use_cache",
-                                             "pad_token_id",
-                                             "eos_token_id",
-                                             "decoder_start_token_id",
-                                             "tie_word_embeddings",
-                                             "scale_decoder_outputs",
-                                             "classifier_dropout",
-                                             "hidden_size",
-                                             "num_attention_heads",
-                                             "num_hidden_layers",
-                                             "head_dim",
-                                             "dense_act_fn",
-                                             "is_gated_act",
-                                             "is_encoder_decoder",
-                                             "is_decoder"};
+const std::vector<std::string> kT5KnownKeys = {"model_type",
+                                               "vocab_size",
+                                               "d_model",
+                                               "d_kv",
+                                               "d_ff",
+                                               "num_layers",
+                                               "num_decoder_layers",
+                                               "num_heads",
+                                               "relative_attention_num_buckets",
+                                               "relative_attention_max_distance",
+                                               "dropout_rate",
+                                               "layer_norm_epsilon",
+                                               "initializer_factor",
+                                               "feed_forward_proj",
+                                               "use_cache",
+                                               "pad_token_id",
+                                               "eos_token_id",
+                                               "decoder_start_token_id",
+                                               "tie_word_embeddings",
+                                               "scale_decoder_outputs",
+                                               "classifier_dropout",
+                                               "hidden_size",
+                                               "num_attention_heads",
+                                               "num_hidden_layers",
+                                               "head_dim",
+                                               "dense_act_fn",
+                                               "is_gated_act",
+                                               "is_encoder_decoder",
+                                               "is_decoder"};
 
 // transformers' attribute_map: a generic name is read when the config lacks T5's own.
 void read_alias(const json& j, const char* own, const char* alias, int64_t& out,
@@ -155,7 +155,7 @@ T5Config T5Config::from_json(const json& j, const std::string& source) {
          "'is_decoder' true (a T5 decoder alone) is not supported; ctrainer builds "
          "T5ForConditionalGeneration");
   c.TaskHeadFields::read(j, source);
-  c.extra = unknown_keys(j, kKnownKeys);
+  c.extra = unknown_keys(j, kT5KnownKeys);
   c.validate(source);
   return c;
 }

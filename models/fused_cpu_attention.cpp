@@ -1,0 +1,190 @@
+#include <ctrainer/models/fused_cpu_attention.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+
+#include <ctrainer/core/parallel_for.h>
+#include <ctrainer/models/attention_rows.h>
+#include <ctrainer/models/dropout_mask.h>
+#include <ctrainer/models/linear_kernel.h>
+
+namespace ctrainer {
+namespace {
+
+constexpr int64_t kCausalRowGrain = 32;  // rows per parallel task of the causal fill
+
+/// The masks of one call, broadcast to [B, H, L, S] (views: nothing is copied per head).
+struct ScoreMasks {
+  at::Tensor blocked;   ///< bool, true where a boolean mask blocks the score
+  at::Tensor additive;  ///< fp32, added to the scores
+  bool causal = false;
+};
+
+/// Head (b, h)'s scores: (q · scale) kᵀ, the causal future at -inf, then the masks as the
+/// unfused path applies them (blocked at the lowest float: a row blocked entirely attends
+/// uniformly, as transformers' eager attention).
+at::Tensor head_scores(const at::Tensor& scaled_q, const at::Tensor& k, const ScoreMasks& masks,
+                       int64_t b, int64_t h) {
+  at::Tensor scores = ctrainer::linear(scaled_q, k);
+  if (masks.causal) {
+    const int64_t rows = scores.size(0), cols = scores.size(1);
+    float* s = scores.mutable_data_ptr<float>();
+    ctrainer::parallel_for(0, rows, kCausalRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        if (i + 1 < cols)
+          std::fill(s + i * cols + i + 1, s + (i + 1) * cols,
+                    -std::numeric_limits<float>::infinity());
+    });
+  }
+  if (masks.blocked.defined())
+    scores.masked_fill_(masks.blocked.select(0, b).select(0, h),
+                        std::numeric_limits<float>::lowest());
+  if (masks.additive.defined()) scores.add_(masks.additive.select(0, b).select(0, h));
+  return scores;
+}
+
+/// A fresh [B, H, rows, cols] tensor laid out as [B, rows, H, cols] (what the heads' merge reads
+/// as a view), not a view itself.
+at::Tensor heads_last_layout(int64_t batch, int64_t heads, int64_t rows, int64_t cols) {
+  return at::empty_strided({batch, heads, rows, cols}, {rows * heads * cols, cols, heads * cols, 1},
+                           at::TensorOptions().dtype(at::kFloat));
+}
+
+struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q,
+                            const at::Tensor& k_in, const at::Tensor& v_in, const ScoreMasks& masks,
+                            double dropout_p, double scale) {
+    const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2), cols = k_in.size(2);
+    const int64_t row_bytes = attention_rows::kept_bytes_per_row(cols);
+    // oneDNN runs a weight whose rows are strided (GPT-2's heads are views into the fused qkv
+    // projection) on its reference kernel, ~100x slower: the heads of k and v are made dense.
+    const at::Tensor k = k_in.contiguous(), v = v_in.contiguous();
+    const DropoutMask dropout_mask = DropoutMask::draw(dropout_p);
+    const float keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
+    at::Tensor kept_bits =
+        at::empty({batch * heads, rows, row_bytes}, q.options().dtype(at::kByte));
+    at::Tensor out = heads_last_layout(batch, heads, rows, v.size(3));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t head = b * heads + h;
+        at::Tensor probs =
+            at::_softmax(head_scores(q[b][h] * scale, k[b][h], masks, b, h), -1, false);
+        // Drop in place, and keep one bit per element for the backward. Element indices are
+        // those of the contiguous [B, H, L, S] probabilities, as dropout() would number them.
+        attention_rows::drop(probs.mutable_data_ptr<float>(),
+                             kept_bits[head].mutable_data_ptr<uint8_t>(), rows, cols, dropout_mask,
+                             head * rows * cols, keep_scale);
+        out[b][h].copy_(ctrainer::linear(probs, v[b][h].t()));
+      }
+    ctx->save_for_backward({q, k_in, v_in, kept_bits});
+    if (masks.blocked.defined()) ctx->saved_data["blocked"] = masks.blocked;
+    if (masks.additive.defined()) ctx->saved_data["additive"] = masks.additive;
+    ctx->saved_data["causal"] = masks.causal;
+    ctx->saved_data["keep_scale"] = static_cast<double>(keep_scale);
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& q = saved[0];
+    const at::Tensor k = saved[1].contiguous(), v = saved[2].contiguous();  // as in the forward
+    const at::Tensor& kept_bits = saved[3];
+    ScoreMasks masks;
+    if (ctx->saved_data.count("blocked")) masks.blocked = ctx->saved_data["blocked"].toTensor();
+    if (ctx->saved_data.count("additive")) masks.additive = ctx->saved_data["additive"].toTensor();
+    masks.causal = ctx->saved_data["causal"].toBool();
+    const float keep_scale = static_cast<float>(ctx->saved_data["keep_scale"].toDouble());
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const at::Tensor& grad_out = grads[0];
+    const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2), cols = k.size(2);
+    at::Tensor grad_q = heads_last_layout(batch, heads, rows, q.size(3));
+    at::Tensor grad_k = heads_last_layout(batch, heads, cols, k.size(3));
+    at::Tensor grad_v = heads_last_layout(batch, heads, cols, v.size(3));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        const at::Tensor scaled_q = q[b][h] * scale;
+        const at::Tensor kh = k[b][h], vh = v[b][h], grad_head = grad_out[b][h];
+        // The forward's probabilities again: the same products and softmax of the same inputs.
+        at::Tensor dropped = head_scores(scaled_q, kh, masks, b, h);
+        const at::Tensor probs = at::_softmax(dropped, -1, false);
+        at::Tensor grad_scores =
+            ctrainer::linear(grad_head, vh);  // d(dropped probabilities), then d(scores)
+        // The scores' buffer, no longer needed, receives the dropped probabilities.
+        attention_rows::dropout_softmax_backward(
+            probs.const_data_ptr<float>(), kept_bits[b * heads + h].const_data_ptr<uint8_t>(),
+            dropped.mutable_data_ptr<float>(), grad_scores.mutable_data_ptr<float>(), rows, cols,
+            keep_scale);
+        // Blocked scores were overwritten (masked_fill): no gradient reaches q or k through them,
+        // which matters in a row blocked entirely (its uniform probabilities have a gradient).
+        if (masks.blocked.defined())
+          grad_scores.masked_fill_(masks.blocked.select(0, b).select(0, h), 0.0f);
+        if (ctx->needs_input_grad(2))
+          grad_v[b][h].copy_(ctrainer::linear(grad_head.t(), dropped.t()).t());
+        if (ctx->needs_input_grad(0))
+          grad_q[b][h].copy_(ctrainer::linear(grad_scores, kh.t()).mul_(scale));
+        if (ctx->needs_input_grad(1))
+          grad_k[b][h].copy_(ctrainer::linear(scaled_q.t(), grad_scores.t()).t());
+      }
+    return {ctx->needs_input_grad(0) ? grad_q : at::Tensor(),
+            ctx->needs_input_grad(1) ? grad_k : at::Tensor(),
+            ctx->needs_input_grad(2) ? grad_v : at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+bool is_fp32_cpu_4d(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat &&
+         t.layout() == at::kStrided && t.dim() == 4 && t.numel() > 0;
+}
+
+}  // namespace
+
+bool fused_cpu_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& mask) {
+  if (!is_fp32_cpu_4d(q) || !is_fp32_cpu_4d(k) || !is_fp32_cpu_4d(v)) return false;
+  for (int dim : {0, 1})
+    if (k.size(dim) != q.size(dim) || v.size(dim) != q.size(dim)) return false;
+  if (k.size(2) != v.size(2) || k.size(3) != q.size(3)) return false;
+  if (at::autocast::is_autocast_enabled(at::kCPU) ||
+      linear_kernel_for(q[0][0], k[0][0]) != LinearKernel::kOneDnn)
+    return false;
+  if (!mask.defined()) return true;
+  if (mask.requires_grad() || !mask.device().is_cpu() || mask.layout() != at::kStrided ||
+      mask.dim() > 4 || (mask.scalar_type() != at::kBool && mask.scalar_type() != at::kFloat))
+    return false;
+  const int64_t target[4] = {q.size(0), q.size(1), q.size(2), k.size(2)};
+  for (int64_t i = 1; i <= mask.dim(); ++i) {
+    const int64_t size = mask.size(-i);
+    if (size != 1 && size != target[4 - i]) return false;
+  }
+  return true;
+}
+
+at::Tensor fused_cpu_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const at::Tensor& mask, double dropout_p, bool is_causal,
+                               double scale) {
+  TORCH_CHECK(fused_cpu_attention_applies(q, k, v, mask),
+              "fused_cpu_attention: inputs it does not serve (see fused_cpu_attention_applies)");
+  TORCH_CHECK(dropout_p >= 0.0 && dropout_p < 1.0,
+              "fused_cpu_attention: dropout probability must be in [0, 1), got ", dropout_p);
+  ScoreMasks masks;
+  masks.causal = is_causal;
+  const std::vector<int64_t> target = {q.size(0), q.size(1), q.size(2), k.size(2)};
+  if (mask.defined()) {
+    if (mask.scalar_type() == at::kBool)
+      masks.blocked = mask.logical_not().expand(target);
+    else
+      masks.additive = mask.expand(target);
+  }
+  return FusedAttentionFunction::apply(q, k, v, masks, dropout_p, scale);
+}
+
+}  // namespace ctrainer
