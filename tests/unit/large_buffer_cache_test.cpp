@@ -1,7 +1,8 @@
 // The large-buffer cache (trainer/runtime/large_buffer_cache.h): which requests it serves, reuse
-// within an eighth, eviction that keeps live + cached at or below the peak of live blocks, the raw
-// interface, release, a cache destroyed before its buffers, the process-wide install behind
-// at::empty, and training that is bit-identical with and without it.
+// within an eighth (or beyond when a new block would need an eviction), eviction that keeps live +
+// cached at or below the peak of live blocks, the raw interface, release, a cache destroyed before
+// its buffers, the process-wide install behind at::empty, and training that is bit-identical with
+// and without it.
 #include <gtest/gtest.h>
 
 #include <malloc.h>
@@ -62,24 +63,35 @@ TEST(LargeBufferCache, AFreedBlockIsHandedOutAgainForARequestWithinAnEighth) {
   EXPECT_EQ(stats.evictions, 0);
 }
 
-TEST(LargeBufferCache, ABlockMoreThanAnEighthLargerIsEvictedNotReused) {
+TEST(LargeBufferCache, ABlockMoreThanAnEighthLargerServesOnlyWhenANewBlockWouldNeedAnEviction) {
   LargeBufferCache cache(kMiB);
   cache.allocate(16 * kMiB);  // freed at once: cached, peak 16 MiB
+  cache.release_cached();     // the peak stays 16 MiB
+  cache.allocate(10 * kMiB);  // cached again: 10 MiB
   {
-    // 16 MiB would waste more than an eighth of 8 MiB: a new block, and keeping the 16 MiB one
-    // (16 + 8 > the 16 MiB peak) would raise the peak, so it goes back to the system.
-    c10::DataPtr smaller = cache.allocate(8 * kMiB);
-    const LargeBufferCacheStats stats = cache.stats();
+    // 10 MiB would waste more than an eighth of 4 MiB, and there is room under the peak for a
+    // new block (10 cached + 4 new <= 16): a new block, the 10 MiB one stays cached.
+    c10::DataPtr small = cache.allocate(4 * kMiB);
+    LargeBufferCacheStats stats = cache.stats();
     EXPECT_EQ(stats.hits, 0);
-    EXPECT_EQ(stats.misses, 2);
-    EXPECT_EQ(stats.evictions, 1);
+    EXPECT_EQ(stats.misses, 3);
+    EXPECT_EQ(stats.cached_bytes, 10 * kMiB);
+    // 8 MiB more would not fit under the peak (4 live + 10 cached + 8 > 16) without evicting
+    // the 10 MiB block: it is handed out instead (no eviction, no new pages), and live + cached
+    // stays where it was.
+    c10::DataPtr larger = cache.allocate(8 * kMiB);
+    stats = cache.stats();
+    EXPECT_EQ(stats.hits, 1);
+    EXPECT_EQ(stats.misses, 3);
+    EXPECT_EQ(stats.evictions, 1);  // release_cached's
     EXPECT_EQ(stats.cached_bytes, 0u);
-    EXPECT_EQ(stats.live_bytes, 8 * kMiB);
+    EXPECT_EQ(stats.live_bytes, 14 * kMiB);
+    EXPECT_EQ(stats.peak_live_bytes, 16 * kMiB);
   }
-  // Room under the peak: 8 cached + 6 new <= 16, so the 8 MiB block stays cached.
-  c10::DataPtr other = cache.allocate(6 * kMiB);
-  EXPECT_EQ(cache.stats().evictions, 1);
-  EXPECT_EQ(cache.stats().cached_bytes, 8 * kMiB);
+  // No cached block fits 20 MiB: the cache is emptied to stay under max(peak, live + new).
+  c10::DataPtr huge = cache.allocate(20 * kMiB);
+  EXPECT_EQ(cache.stats().cached_bytes, 0u);
+  EXPECT_EQ(cache.stats().evictions, 3);
 }
 
 // A random workload of live and freed blocks: every block keeps its contents while live (no

@@ -52,9 +52,16 @@ c10::DataPtr LargeBufferCache::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(cache_mutex());
   void* data = nullptr;
   size_t block_bytes = 0;
-  // The smallest cached block that fits, if it wastes at most an eighth of the request.
+  // The smallest cached block that fits, if it wastes at most an eighth of the request, or
+  // whatever it wastes when a new block would first need an eviction: a block handed out from
+  // the cache moves from cached to live, so live + cached, and with it the bound, is unchanged
+  // (and live + block <= live + cached <= the peak of live), where evicting and allocating
+  // would have the kernel zero the new block's pages. Without this, GPT-2's 196 MiB logits and
+  // 147 MiB embedding gradient evicted each other every step.
   const auto fit = cached_by_size_.lower_bound(wanted);
-  if (fit != cached_by_size_.end() && fit->first <= wanted + wanted / 8) {
+  const size_t allowed = std::max(stats_.peak_live_bytes, stats_.live_bytes + wanted);
+  const bool needs_eviction = stats_.live_bytes + stats_.cached_bytes + wanted > allowed;
+  if (fit != cached_by_size_.end() && (fit->first <= wanted + wanted / 8 || needs_eviction)) {
     data = fit->second->data;
     block_bytes = fit->first;
     cached_by_age_.erase(fit->second);
@@ -63,7 +70,6 @@ c10::DataPtr LargeBufferCache::allocate(size_t bytes) {
     ++stats_.hits;
   } else {
     // Keep live + cached + new within the peak a cache-less process would reach.
-    const size_t allowed = std::max(stats_.peak_live_bytes, stats_.live_bytes + wanted);
     while (!cached_by_age_.empty() && stats_.live_bytes + stats_.cached_bytes + wanted > allowed)
       evict_oldest();
     data = c10::alloc_cpu(wanted);  // throws c10::Error when the system has no memory left

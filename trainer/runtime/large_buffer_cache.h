@@ -30,7 +30,9 @@ struct LargeBufferCacheStats {
 /// A c10::Allocator for CPU tensors: requests below min_block_bytes go to libtorch's default CPU
 /// allocator unchanged; larger ones are rounded up to 2 MiB and served from freed blocks of up to
 /// 1/8 more bytes when the cache holds one, else from c10::alloc_cpu (64-byte aligned, as the
-/// default allocator's).
+/// default allocator's). When a new block would need an eviction (below), the smallest cached
+/// block that is large enough serves whatever it wastes: handing it out leaves live + cached
+/// as it was, where evicting and allocating would have the kernel zero fresh pages.
 ///
 /// The cache never makes the process's peak larger than it would be without it: before a new
 /// block is allocated, cached blocks are freed (oldest first) until live + cached + the new
