@@ -95,19 +95,20 @@ void backward_row(const float* p, const uint8_t* row_bits, float* dropped, float
 
 }  // namespace
 
-void drop(float* probs, uint8_t* kept_bits, int64_t rows, int64_t cols, const DropoutMask& mask,
-          int64_t first_index, float keep_scale) {
-  const int64_t row_bytes = kept_bytes_per_row(cols);
+void drop(float* probs, uint8_t* kept_bits, int64_t rows, int64_t cols, int64_t row_length,
+          const DropoutMask& mask, int64_t first_index, float keep_scale) {
+  const int64_t row_bytes = kept_bytes_per_row(row_length);
   parallel_for(0, rows, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      drop_row(probs + i * cols, kept_bits + i * row_bytes, cols, mask, first_index + i * cols,
-               keep_scale);
+      drop_row(probs + i * cols, kept_bits + i * row_bytes, cols, mask,
+               first_index + i * row_length, keep_scale);
   });
 }
 
 void dropout_softmax_backward(const float* probs, const uint8_t* kept_bits, float* dropped,
-                              float* grad, int64_t rows, int64_t cols, float keep_scale) {
-  const int64_t row_bytes = kept_bytes_per_row(cols);
+                              float* grad, int64_t rows, int64_t cols, int64_t row_length,
+                              float keep_scale) {
+  const int64_t row_bytes = kept_bytes_per_row(row_length);
   parallel_for(0, rows, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       backward_row(probs + i * cols, kept_bits + i * row_bytes, dropped + i * cols, grad + i * cols,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
@@ -24,26 +25,60 @@ struct ScoreMasks {
   bool causal = false;
 };
 
-/// Head (b, h)'s scores: (q · scale) kᵀ, the causal future at -inf, then the masks as the
-/// unfused path applies them (blocked at the lowest float: a row blocked entirely attends
-/// uniformly, as transformers' eager attention).
-at::Tensor head_scores(const at::Tensor& scaled_q, const at::Tensor& k, const ScoreMasks& masks,
-                       int64_t b, int64_t h) {
-  at::Tensor scores = ctrainer::linear(scaled_q, k);
+/// Rows [first, first + count) of one head and the key columns they can see: with a causal mask
+/// (row i sees columns 0..i, as the unfused path's triu fill) the columns from first + count on
+/// would only get -inf scores, zero probabilities and zero gradients, so a block leaves them out.
+struct RowBlock {
+  int64_t first = 0, count = 0, visible_cols = 0;
+};
+
+/// The row blocks of a head of `rows` × `cols` scores, the last (the one that sees the most
+/// columns) first: one block unless the mask is causal alone. With a boolean mask as well, a row
+/// whose visible scores are all blocked attends uniformly to every blocked score of the row,
+/// the future's included (the unfused path fills the future first, then the blocked scores at
+/// the lowest float over it), so such rows need all their columns.
+std::vector<RowBlock> row_blocks(int64_t rows, int64_t cols, const ScoreMasks& masks) {
+  if (!masks.causal || masks.blocked.defined()) return {{0, rows, cols}};
+  std::vector<RowBlock> blocks;
+  for (int64_t first = 0; first < rows; first += kCausalRowsPerBlock) {
+    const int64_t count = std::min(kCausalRowsPerBlock, rows - first);
+    blocks.push_back({first, count, std::min(cols, first + count)});
+  }
+  std::reverse(blocks.begin(), blocks.end());
+  return blocks;
+}
+
+/// Head (b, h)'s part of a [B, H, L, S] mask that `block` computes.
+at::Tensor mask_block(const at::Tensor& mask, int64_t b, int64_t h, const RowBlock& block) {
+  return mask.select(0, b)
+      .select(0, h)
+      .narrow(0, block.first, block.count)
+      .narrow(1, 0, block.visible_cols);
+}
+
+/// Block `block` of head (b, h)'s scores: (q · scale) kᵀ over its rows and visible columns, the
+/// causal future at -inf, then the masks as the unfused path applies them (blocked at the lowest
+/// float: a row blocked entirely attends uniformly, as transformers' eager attention).
+at::Tensor block_scores(const at::Tensor& scaled_q, const at::Tensor& k, const ScoreMasks& masks,
+                        int64_t b, int64_t h, const RowBlock& block) {
+  at::Tensor scores = ctrainer::linear(scaled_q.narrow(0, block.first, block.count),
+                                       k.narrow(0, 0, block.visible_cols));
   if (masks.causal) {
-    const int64_t rows = scores.size(0), cols = scores.size(1);
+    const int64_t cols = block.visible_cols;
     float* s = scores.mutable_data_ptr<float>();
-    ctrainer::parallel_for(0, rows, kCausalRowGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
-        if (i + 1 < cols)
-          std::fill(s + i * cols + i + 1, s + (i + 1) * cols,
+    ctrainer::parallel_for(0, block.count, kCausalRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t row = block.first + i;
+        if (row + 1 < cols)
+          std::fill(s + i * cols + row + 1, s + (i + 1) * cols,
                     -std::numeric_limits<float>::infinity());
+      }
     });
   }
   if (masks.blocked.defined())
-    scores.masked_fill_(masks.blocked.select(0, b).select(0, h),
+    scores.masked_fill_(mask_block(masks.blocked, b, h, block),
                         std::numeric_limits<float>::lowest());
-  if (masks.additive.defined()) scores.add_(masks.additive.select(0, b).select(0, h));
+  if (masks.additive.defined()) scores.add_(mask_block(masks.additive, b, h, block));
   return scores;
 }
 
@@ -52,6 +87,18 @@ at::Tensor head_scores(const at::Tensor& scaled_q, const at::Tensor& k, const Sc
 at::Tensor heads_last_layout(int64_t batch, int64_t heads, int64_t rows, int64_t cols) {
   return at::empty_strided({batch, heads, rows, cols}, {rows * heads * cols, cols, heads * cols, 1},
                            at::TensorOptions().dtype(at::kFloat));
+}
+
+/// Adds `part` into rows [0, part's rows) of `head_grad`, or copies it there and zeroes the rest
+/// when it is the head's first block (blocks come largest first, see row_blocks()).
+void accumulate_rows(at::Tensor head_grad, const at::Tensor& part, bool first_block) {
+  const int64_t rows = part.size(0);
+  if (!first_block) {
+    head_grad.narrow(0, 0, rows).add_(part);
+    return;
+  }
+  head_grad.narrow(0, 0, rows).copy_(part);
+  if (rows < head_grad.size(0)) head_grad.narrow(0, rows, head_grad.size(0) - rows).zero_();
 }
 
 struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction> {
@@ -65,20 +112,28 @@ struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction
     const at::Tensor k = k_in.contiguous(), v = v_in.contiguous();
     const DropoutMask dropout_mask = DropoutMask::draw(dropout_p);
     const float keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
+    // Unwritten bits (a causal block's unseen columns) are never read.
     at::Tensor kept_bits =
         at::empty({batch * heads, rows, row_bytes}, q.options().dtype(at::kByte));
     at::Tensor out = heads_last_layout(batch, heads, rows, v.size(3));
+    const std::vector<RowBlock> blocks = row_blocks(rows, cols, masks);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t head = b * heads + h;
-        at::Tensor probs =
-            at::_softmax(head_scores(q[b][h] * scale, k[b][h], masks, b, h), -1, false);
-        // Drop in place, and keep one bit per element for the backward. Element indices are
-        // those of the contiguous [B, H, L, S] probabilities, as dropout() would number them.
-        attention_rows::drop(probs.mutable_data_ptr<float>(),
-                             kept_bits[head].mutable_data_ptr<uint8_t>(), rows, cols, dropout_mask,
-                             head * rows * cols, keep_scale);
-        out[b][h].copy_(ctrainer::linear(probs, v[b][h].t()));
+        const at::Tensor scaled_q = q[b][h] * scale;
+        uint8_t* head_bits = kept_bits[head].mutable_data_ptr<uint8_t>();
+        for (const RowBlock& block : blocks) {
+          at::Tensor probs =
+              at::_softmax(block_scores(scaled_q, k[b][h], masks, b, h, block), -1, false);
+          // Drop in place, and keep one bit per element for the backward. Element indices are
+          // those of the contiguous [B, H, L, S] probabilities, as dropout() would number them.
+          attention_rows::drop(probs.mutable_data_ptr<float>(), head_bits + block.first * row_bytes,
+                               block.count, block.visible_cols, cols, dropout_mask,
+                               (head * rows + block.first) * cols, keep_scale);
+          out[b][h]
+              .narrow(0, block.first, block.count)
+              .copy_(ctrainer::linear(probs, v[b][h].narrow(0, 0, block.visible_cols).t()));
+        }
       }
     ctx->save_for_backward({q, k_in, v_in, kept_bits});
     if (masks.blocked.defined()) ctx->saved_data["blocked"] = masks.blocked;
@@ -103,33 +158,47 @@ struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction
     const double scale = ctx->saved_data["scale"].toDouble();
     const at::Tensor& grad_out = grads[0];
     const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2), cols = k.size(2);
+    const int64_t row_bytes = attention_rows::kept_bytes_per_row(cols);
     at::Tensor grad_q = heads_last_layout(batch, heads, rows, q.size(3));
     at::Tensor grad_k = heads_last_layout(batch, heads, cols, k.size(3));
     at::Tensor grad_v = heads_last_layout(batch, heads, cols, v.size(3));
+    const std::vector<RowBlock> blocks = row_blocks(rows, cols, masks);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
         const at::Tensor scaled_q = q[b][h] * scale;
-        const at::Tensor kh = k[b][h], vh = v[b][h], grad_head = grad_out[b][h];
-        // The forward's probabilities again: the same products and softmax of the same inputs.
-        at::Tensor dropped = head_scores(scaled_q, kh, masks, b, h);
-        const at::Tensor probs = at::_softmax(dropped, -1, false);
-        at::Tensor grad_scores =
-            ctrainer::linear(grad_head, vh);  // d(dropped probabilities), then d(scores)
-        // The scores' buffer, no longer needed, receives the dropped probabilities.
-        attention_rows::dropout_softmax_backward(
-            probs.const_data_ptr<float>(), kept_bits[b * heads + h].const_data_ptr<uint8_t>(),
-            dropped.mutable_data_ptr<float>(), grad_scores.mutable_data_ptr<float>(), rows, cols,
-            keep_scale);
-        // Blocked scores were overwritten (masked_fill): no gradient reaches q or k through them,
-        // which matters in a row blocked entirely (its uniform probabilities have a gradient).
-        if (masks.blocked.defined())
-          grad_scores.masked_fill_(masks.blocked.select(0, b).select(0, h), 0.0f);
-        if (ctx->needs_input_grad(2))
-          grad_v[b][h].copy_(ctrainer::linear(grad_head.t(), dropped.t()).t());
-        if (ctx->needs_input_grad(0))
-          grad_q[b][h].copy_(ctrainer::linear(grad_scores, kh.t()).mul_(scale));
-        if (ctx->needs_input_grad(1))
-          grad_k[b][h].copy_(ctrainer::linear(scaled_q.t(), grad_scores.t()).t());
+        const at::Tensor kh = k[b][h], vh = v[b][h];
+        const uint8_t* head_bits = kept_bits[b * heads + h].const_data_ptr<uint8_t>();
+        for (const RowBlock& block : blocks) {
+          const bool first_block = &block == &blocks.front();
+          const at::Tensor block_q = scaled_q.narrow(0, block.first, block.count);
+          const at::Tensor block_grad = grad_out[b][h].narrow(0, block.first, block.count);
+          const at::Tensor seen_k = kh.narrow(0, 0, block.visible_cols);
+          // The forward's probabilities again: the same products and softmax of the same inputs.
+          at::Tensor dropped = block_scores(scaled_q, kh, masks, b, h, block);
+          const at::Tensor probs = at::_softmax(dropped, -1, false);
+          at::Tensor grad_scores = ctrainer::linear(
+              block_grad, vh.narrow(0, 0, block.visible_cols));  // d(dropped), then d(scores)
+          // The scores' buffer, no longer needed, receives the dropped probabilities.
+          attention_rows::dropout_softmax_backward(
+              probs.const_data_ptr<float>(), head_bits + block.first * row_bytes,
+              dropped.mutable_data_ptr<float>(), grad_scores.mutable_data_ptr<float>(), block.count,
+              block.visible_cols, cols, keep_scale);
+          // Blocked scores were overwritten (masked_fill): no gradient reaches q or k through
+          // them, which matters in a row blocked entirely (its uniform probabilities have a
+          // gradient).
+          if (masks.blocked.defined())
+            grad_scores.masked_fill_(mask_block(masks.blocked, b, h, block), 0.0f);
+          if (ctx->needs_input_grad(2))
+            accumulate_rows(grad_v[b][h], ctrainer::linear(block_grad.t(), dropped.t()).t(),
+                            first_block);
+          if (ctx->needs_input_grad(0))
+            grad_q[b][h]
+                .narrow(0, block.first, block.count)
+                .copy_(ctrainer::linear(grad_scores, seen_k.t()).mul_(scale));
+          if (ctx->needs_input_grad(1))
+            accumulate_rows(grad_k[b][h], ctrainer::linear(block_q.t(), grad_scores.t()).t(),
+                            first_block);
+        }
       }
     return {ctx->needs_input_grad(0) ? grad_q : at::Tensor(),
             ctx->needs_input_grad(1) ? grad_k : at::Tensor(),

@@ -11,6 +11,8 @@
 /// last-level cache), the products run at oneDNN's 250-410 GFLOP/s, and the backward recomputes
 /// the head's scores from q and k (one extra q kᵀ product per head, flash attention's trade)
 /// instead of keeping them: what the layer keeps is the mask, one bit per probability.
+/// With a causal mask alone, a head runs in blocks of rows that skip the columns above the
+/// diagonal (kCausalRowsPerBlock).
 #include <ATen/ATen.h>
 
 namespace ctrainer {
@@ -21,6 +23,13 @@ namespace ctrainer {
 /// (benchmarks/results/attention_kernel.json) has the fused path ahead from 256 × 256 scores per
 /// head on and behind at BERT-base's 128 × 128.
 constexpr int64_t kFusedAttentionMinScoresPerHead = int64_t{256} * 256;
+
+/// Rows per block of a head with a causal mask. A block of rows [r, r + n) computes its scores,
+/// products and gradients only against the columns [0, r + n) that it can see, so at L rows a
+/// head computes about (1 + n / L) / 2 of the L × L scores instead of all of them (flash
+/// attention's skipping of the blocks above the diagonal); smaller blocks skip more but run
+/// smaller products (the key and value gradients' inner dimension is n).
+constexpr int64_t kCausalRowsPerBlock = 256;
 
 /// Whether fused_cpu_attention serves these inputs: q [B, H, L, E], k [B, H, S, E] and
 /// v [B, H, S, Ev], fp32 strided CPU tensors with no zero-sized dimension; CPU autocast off and

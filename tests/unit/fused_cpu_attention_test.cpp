@@ -132,7 +132,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"random_mask_row_blocked", 2, 2, 17, 17, 8, false, Case::kRandomBool, true, 0},
         Case{"causal_and_additive_mask", 2, 2, 33, 33, 8, true, Case::kAdditive, false, 0},
         Case{"odd_cross_attention", 2, 3, 7, 13, 5, false, Case::kNone, true, 0},
-        Case{"given_scale", 1, 2, 9, 11, 4, false, Case::kNone, false, 1.0}),
+        Case{"given_scale", 1, 2, 9, 11, 4, false, Case::kNone, false, 1.0},
+        // Causal heads longer than kCausalRowsPerBlock: three row blocks, the last partial,
+        // each against the columns it sees; with more keys than queries the unseen keys get
+        // zero gradients. With a boolean mask too, one block (a row blocked entirely attends to
+        // its future as well).
+        Case{"causal_row_blocks", 1, 2, 2 * kCausalRowsPerBlock + 40, 2 * kCausalRowsPerBlock + 40,
+             8, true, Case::kNone, true, 0},
+        Case{"causal_and_boolean_mask_long", 1, 2, 2 * kCausalRowsPerBlock + 40,
+             2 * kCausalRowsPerBlock + 40, 8, true, Case::kRandomBool, true, 0},
+        Case{"causal_row_blocks_more_keys", 1, 2, kCausalRowsPerBlock + 44,
+             kCausalRowsPerBlock + 144, 8, true, Case::kAdditive, false, 0}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(FusedCpuAttention, AttentionRoutesLongHeadsToItAndKeepsTheUnfusedPathForALearnedBias) {
@@ -180,6 +190,38 @@ TEST(FusedCpuAttention, AttentionRoutesLongHeadsToItAndKeepsTheUnfusedPathForALe
   EXPECT_FALSE(fused_cpu_attention_applies(in.q, in.k, in.v, torch::ones({3, 1, 1, 12})));
   EXPECT_FALSE(
       fused_cpu_attention_applies(in.q, in.k, in.v, torch::ones({1, 1, 1, 12}, torch::kInt)));
+}
+
+TEST(FusedCpuAttention, ACausalRowBlockNeverReadsTheKeysItCannotSee) {
+  // With a causal mask alone the row blocks skip the columns above the diagonal. Keys and values
+  // that no query can see (more keys than queries) hold NaN: the unfused path multiplies them
+  // into every output (NaN × 0), the blocks never read them and give them zero gradients.
+  const Case c{"unseen_keys", 1,     2, kCausalRowsPerBlock + 10, kCausalRowsPerBlock + 50, 8, true,
+               Case::kNone,   false, 0};
+  Inputs in = make_inputs(c);
+  const auto unseen = torch::indexing::Slice(c.rows, c.cols);
+  in.k.index_put_({torch::indexing::Slice(), torch::indexing::Slice(), unseen}, NAN);
+  in.v.index_put_({torch::indexing::Slice(), torch::indexing::Slice(), unseen}, NAN);
+  const double scale = 1.0 / std::sqrt(8.0);
+  const Result fused = run(in, at::kFloat, [&](auto& q, auto& k, auto& v, auto& mask) {
+    return fused_cpu_attention(q, k, v, mask, 0.1, true, scale);
+  });
+  EXPECT_TRUE(torch::isfinite(fused.out).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(fused.grad_q).all().item<bool>());
+  EXPECT_EQ(fused.grad_k.index({torch::indexing::Slice(), torch::indexing::Slice(), unseen})
+                .abs()
+                .sum()
+                .item<double>(),
+            0.0);
+  EXPECT_EQ(fused.grad_v.index({torch::indexing::Slice(), torch::indexing::Slice(), unseen})
+                .abs()
+                .sum()
+                .item<double>(),
+            0.0);
+  const Result unfused = run(in, at::kFloat, [&](auto& q, auto& k, auto& v, auto& mask) {
+    return unfused_attention_with_dropout(q, k, v, mask, 0.1, true, scale);
+  });
+  EXPECT_FALSE(torch::isfinite(unfused.out).all().item<bool>());
 }
 
 /// Counts the bytes of live CPU tensors allocated while it is installed. The context is the data
