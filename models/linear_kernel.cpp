@@ -14,8 +14,9 @@ namespace {
 
 // mkldnn::_linear_pointwise(Tensor X, Tensor W, Tensor? B, str attr, Scalar?[] scalars,
 // str? algorithm): X Wᵀ + B through oneDNN, with attr "none" (no fused activation). It makes X
-// contiguous itself and takes W with any strides. Looked up once; a libtorch built without
-// oneDNN has no such op, and then every product goes through at::linear.
+// contiguous itself and takes W with any strides (slowly, see onednn_linear_copies_weight). Looked
+// up once; a libtorch built without oneDNN has no such op, and then every product goes through
+// at::linear.
 using PointwiseLinear = at::Tensor(const at::Tensor&, const at::Tensor&,
                                    const std::optional<at::Tensor>&, std::string_view,
                                    c10::List<std::optional<at::Scalar>>,
@@ -32,8 +33,9 @@ const c10::TypedOperatorHandle<PointwiseLinear>* onednn_linear_op() {
 
 at::Tensor onednn_linear(const at::Tensor& input, const at::Tensor& weight,
                          const std::optional<at::Tensor>& bias) {
-  return onednn_linear_op()->call(input, weight, bias, "none",
-                                  c10::List<std::optional<at::Scalar>>(), std::nullopt);
+  return onednn_linear_op()->call(
+      input, onednn_linear_copies_weight(weight) ? weight.contiguous() : weight, bias, "none",
+      c10::List<std::optional<at::Scalar>>(), std::nullopt);
 }
 
 // The autograd of y = x Wᵀ + b with every product through oneDNN: dx = dy W, dW = dyᵀ x,
@@ -87,6 +89,10 @@ bool is_fp32_cpu(const at::Tensor& t) {
 }
 
 }  // namespace
+
+bool onednn_linear_copies_weight(const at::Tensor& weight) {
+  return weight.dim() == 2 && !weight.is_contiguous() && !weight.t().is_contiguous();
+}
 
 LinearKernel parse_cpu_linear_preference(const char* value) {
   const std::string text = value ? value : "";

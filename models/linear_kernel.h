@@ -25,11 +25,19 @@ enum class LinearKernel {
 
 /// y = input Wᵀ + bias over input's last dimension, as at::linear(input, weight, bias) computes
 /// it, differentiable in all three. weight is [out, in] and may be a strided view (GPT-2's Conv1D
-/// passes its [in, out] weight transposed). Runs on linear_kernel_for(input, weight)'s kernel.
+/// passes its [in, out] weight transposed; see onednn_linear_copies_weight() for other views). Runs
+/// on linear_kernel_for(input, weight)'s kernel.
 /// On oneDNN its backward is not differentiable again: double backward (create_graph) through
 /// it needs CTRAINER_CPU_LINEAR=aten.
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
                   const std::optional<at::Tensor>& bias = std::nullopt);
+
+/// Whether linear() on oneDNN copies `weight` into contiguous rows first: when the weight is
+/// neither contiguous nor the transpose of a contiguous tensor (a view whose rows or columns lie
+/// further apart than its sizes, as one head of k inside a fused qkv projection). oneDNN runs
+/// such a weight on its reference kernel: a 256 × 64 by 64 × 256 product took 46 ms instead of
+/// 0.04 ms on the AMD build machine, where the copy costs one pass over the weight.
+bool onednn_linear_copies_weight(const at::Tensor& weight);
 
 /// The kernel linear() uses for these tensors: oneDNN when both are fp32 CPU tensors, the weight is
 /// 2-D, CPU autocast is off (autocast's bf16 casts belong to at::linear), libtorch has oneDNN

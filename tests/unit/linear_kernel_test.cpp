@@ -1,7 +1,7 @@
 // ctrainer::linear: which kernel runs (oneDNN for fp32 CPU products, at::linear for other dtypes,
 // under CPU autocast and when CTRAINER_CPU_LINEAR=aten), its values and gradients against an fp64
-// reference, a strided (transposed) weight as GPT-2's Conv1D passes it, and the model layers that
-// must go through it.
+// reference for the weight layouts models pass (GPT-2's Conv1D transposed, views into wider
+// tensors, which are copied first), and the model layers that must go through it.
 #include <string>
 
 #include <gtest/gtest.h>
@@ -68,34 +68,82 @@ TEST(LinearKernel, TheEnvironmentChoosesOrIsRefusedByName) {
   }
 }
 
+/// The weight layouts a model passes to linear(): the [out, in] parameter, Conv1D's [in, out]
+/// parameter transposed, and views into wider tensors (rows or, transposed, columns further
+/// apart than the weight's sizes) that oneDNN would run on its reference kernel.
+enum class WeightLayout { kContiguous, kTransposed, kRowsOfWiderTensor, kTransposedColumnsOfWider };
+
+struct WeightCase {
+  at::Tensor parameter;  ///< the leaf whose gradient is checked
+  at::Tensor weight;     ///< the [96, 256] view of it that linear() gets
+};
+
+WeightCase weight_case(WeightLayout layout, bool fp64 = false, const at::Tensor& from = {}) {
+  const auto make = [&](std::vector<int64_t> sizes) {
+    at::Tensor t = from.defined() ? from.detach().clone() : torch::randn(sizes);
+    return (fp64 ? t.to(at::kDouble) : t).requires_grad_();
+  };
+  switch (layout) {
+    case WeightLayout::kContiguous: {
+      const at::Tensor p = make({96, 256});
+      return {p, p};
+    }
+    case WeightLayout::kTransposed: {  // Conv1D's case: stored [in, out], passed transposed
+      const at::Tensor p = make({256, 96});
+      return {p, p.t()};
+    }
+    case WeightLayout::kRowsOfWiderTensor: {  // rows 300 apart
+      const at::Tensor p = make({96, 300});
+      return {p, p.narrow(1, 0, 256)};
+    }
+    case WeightLayout::kTransposedColumnsOfWider: {  // transposed, columns 130 apart
+      const at::Tensor p = make({256, 130});
+      return {p, p.narrow(1, 0, 96).t()};
+    }
+  }
+  return {};
+}
+
 TEST(LinearKernel, ValuesAndGradientsMatchAnFp64Reference) {
   if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
   torch::manual_seed(0);
-  for (const bool strided_weight : {false, true}) {
-    SCOPED_TRACE(strided_weight ? "weight given as a transposed view" : "contiguous weight");
+  for (const WeightLayout layout :
+       {WeightLayout::kContiguous, WeightLayout::kTransposed, WeightLayout::kRowsOfWiderTensor,
+        WeightLayout::kTransposedColumnsOfWider}) {
+    SCOPED_TRACE(static_cast<int>(layout));
     const at::Tensor x = torch::randn({3, 37, 256}).requires_grad_();
-    // Conv1D's case: the parameter is stored [in, out] and passed transposed.
-    const at::Tensor stored = strided_weight ? torch::randn({256, 96}) : torch::randn({96, 256});
-    const at::Tensor parameter = stored.clone().requires_grad_();
-    const at::Tensor weight = strided_weight ? parameter.t() : parameter;
+    const WeightCase w = weight_case(layout);
+    ASSERT_EQ(w.weight.sizes(), (std::vector<int64_t>{96, 256}));
     const at::Tensor b = torch::randn({96}).requires_grad_();
-    const at::Tensor y = ctrainer::linear(x, weight, b);
+    const at::Tensor y = ctrainer::linear(x, w.weight, b);
     ASSERT_EQ(y.sizes(), (std::vector<int64_t>{3, 37, 96}));
     const at::Tensor upstream = torch::randn({3, 37, 96});
     (y * upstream).sum().backward();
 
     const at::Tensor x64 = x.detach().to(at::kDouble).requires_grad_();
-    const at::Tensor p64 = parameter.detach().to(at::kDouble).requires_grad_();
+    const WeightCase w64 = weight_case(layout, /*fp64=*/true, w.parameter);
     const at::Tensor b64 = b.detach().to(at::kDouble).requires_grad_();
-    const at::Tensor y64 = at::linear(x64, strided_weight ? p64.t() : p64, b64);
+    const at::Tensor y64 = at::linear(x64, w64.weight, b64);
     (y64 * upstream.to(at::kDouble)).sum().backward();
 
     EXPECT_LT(relative_error(y, y64), 1e-6);
     EXPECT_LT(relative_error(x.grad(), x64.grad()), 1e-6);
-    EXPECT_LT(relative_error(parameter.grad(), p64.grad()), 1e-6);
+    EXPECT_LT(relative_error(w.parameter.grad(), w64.parameter.grad()), 1e-6);
     EXPECT_LT(relative_error(b.grad(), b64.grad()), 1e-6);
-    EXPECT_EQ(parameter.grad().sizes(), parameter.sizes());
+    EXPECT_EQ(w.parameter.grad().sizes(), w.parameter.sizes());
   }
+}
+
+TEST(LinearKernel, WeightsThatOneDnnWouldRunOnItsReferenceKernelAreCopiedFirst) {
+  // Timing is the benchmarks' business; which layouts are copied is this test's.
+  EXPECT_FALSE(onednn_linear_copies_weight(weight_case(WeightLayout::kContiguous).weight));
+  EXPECT_FALSE(onednn_linear_copies_weight(weight_case(WeightLayout::kTransposed).weight));
+  EXPECT_TRUE(onednn_linear_copies_weight(weight_case(WeightLayout::kRowsOfWiderTensor).weight));
+  EXPECT_TRUE(
+      onednn_linear_copies_weight(weight_case(WeightLayout::kTransposedColumnsOfWider).weight));
+  // One row of a wider tensor is dense whatever its row stride; one column of it is not.
+  EXPECT_FALSE(onednn_linear_copies_weight(torch::randn({2, 300}).narrow(0, 0, 1)));
+  EXPECT_TRUE(onednn_linear_copies_weight(torch::randn({96, 300}).narrow(1, 0, 1)));
 }
 
 TEST(LinearKernel, NoBiasAndNoGraphGiveTheGraphsValues) {
