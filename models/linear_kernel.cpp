@@ -38,6 +38,17 @@ at::Tensor onednn_linear(const at::Tensor& input, const at::Tensor& weight,
       c10::List<std::optional<at::Scalar>>(), std::nullopt);
 }
 
+// `grad` with `weight`'s strides when the weight is contiguous or the transpose of a contiguous
+// tensor. AccumulateGrad copies a gradient whose strides differ from its parameter's anyway, and
+// before it, a tied weight's two gradients (the LM head's and the embedding's) add up several times
+// slower when one is transposed: GPT-2 124M's 50257 × 768 sum took 129 ms, and under 9 ms alike.
+at::Tensor in_layout_of(const at::Tensor& weight, const at::Tensor& grad) {
+  if (grad.strides() == weight.strides()) return grad;
+  if (weight.is_contiguous()) return grad.contiguous();
+  if (weight.t().is_contiguous()) return grad.t().contiguous().t();
+  return grad;
+}
+
 // The autograd of y = x Wᵀ + b with every product through oneDNN: dx = dy W, dW = dyᵀ x,
 // db = Σ dy. Saves what at::linear's autograd saves (x and W), so memory is unchanged.
 struct OneDnnLinearFunction : torch::autograd::Function<OneDnnLinearFunction> {
@@ -76,6 +87,7 @@ struct OneDnnLinearFunction : torch::autograd::Function<OneDnnLinearFunction> {
       const bool transpose_input = weight.size(0) > weight.size(1) && input_rows.size(0) >= 256;
       grad_weight = transpose_input ? onednn_linear(input_rows.t(), grad.t(), std::nullopt).t()
                                     : onednn_linear(grad.t(), input_rows.t(), std::nullopt);
+      grad_weight = in_layout_of(weight, grad_weight);
     }
     if (!ctx->saved_data["has_bias"].toBool()) return {grad_input, grad_weight};
     if (ctx->needs_input_grad(2)) grad_bias = grad.sum(0);

@@ -146,6 +146,29 @@ TEST(LinearKernel, WeightsThatOneDnnWouldRunOnItsReferenceKernelAreCopiedFirst) 
   EXPECT_TRUE(onednn_linear_copies_weight(torch::randn({96, 300}).narrow(1, 0, 1)));
 }
 
+TEST(LinearKernel, TheWeightGradientLeavesInTheWeightsLayout) {
+  // A gradient in another layout than its parameter costs a transposing copy in AccumulateGrad,
+  // and a tied weight's two gradients (LM head and embedding) add up slowly when their layouts
+  // differ. Both of the backward's forms (dW = dyᵀ x, and (xᵀ dy)ᵀ for many rows and more
+  // outputs than inputs) must hand dW over with the strides of the weight it came in as.
+  if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
+  torch::manual_seed(2);
+  for (const bool more_outputs : {false, true})
+    for (const bool transposed : {false, true}) {
+      SCOPED_TRACE(std::to_string(more_outputs) + std::to_string(transposed));
+      const int64_t out = more_outputs ? 192 : 64, in = more_outputs ? 64 : 192;
+      const at::Tensor stored =
+          (transposed ? torch::randn({in, out}) : torch::randn({out, in})).requires_grad_();
+      const at::Tensor weight = transposed ? stored.t() : stored;
+      const at::Tensor x = torch::randn({300, in});
+      const at::Tensor upstream = torch::randn({300, out});
+      const at::Tensor grad =
+          torch::autograd::grad({(ctrainer::linear(x, weight) * upstream).sum()}, {weight})[0];
+      EXPECT_EQ(grad.strides(), weight.strides());
+      EXPECT_LT(relative_error(grad, upstream.t().to(at::kDouble).mm(x.to(at::kDouble))), 1e-6);
+    }
+}
+
 TEST(LinearKernel, NoBiasAndNoGraphGiveTheGraphsValues) {
   if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
   torch::manual_seed(1);
