@@ -89,17 +89,31 @@ at::Tensor heads_last_layout(int64_t batch, int64_t heads, int64_t rows, int64_t
                            at::TensorOptions().dtype(at::kFloat));
 }
 
-/// Adds `part` into rows [0, part's rows) of `head_grad`, or copies it there and zeroes the rest
-/// when it is the head's first block (blocks come largest first, see row_blocks()).
-void accumulate_rows(at::Tensor head_grad, const at::Tensor& part, bool first_block) {
-  const int64_t rows = part.size(0);
-  if (!first_block) {
-    head_grad.narrow(0, 0, rows).add_(part);
-    return;
+/// A head's key or value gradient summed over its row blocks. The blocks' products come out as
+/// [D, visible columns]: they add up in that layout, where both operands are read in order (into
+/// the heads-last output each add read one of them across rows, 2-3x slower), and the sum goes
+/// into the output once.
+class BlockGradientSum {
+ public:
+  /// Adds a block's [D, visible] product; the first block must see the most columns (blocks
+  /// come largest first, see row_blocks()), and its product becomes the sum without a copy.
+  void add(at::Tensor part) {
+    if (!sum_.defined()) {
+      sum_ = std::move(part);
+      return;
+    }
+    sum_.narrow(1, 0, part.size(1)).add_(part);
   }
-  head_grad.narrow(0, 0, rows).copy_(part);
-  if (rows < head_grad.size(0)) head_grad.narrow(0, rows, head_grad.size(0) - rows).zero_();
-}
+  /// Writes the sum into `head_grad` ([S, D]), zeros in the rows of keys no block saw.
+  void write_to(at::Tensor head_grad) const {
+    const int64_t seen = sum_.size(1), keys = head_grad.size(0);
+    head_grad.narrow(0, 0, seen).copy_(sum_.t());
+    if (seen < keys) head_grad.narrow(0, seen, keys - seen).zero_();
+  }
+
+ private:
+  at::Tensor sum_;
+};
 
 struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q,
@@ -167,11 +181,14 @@ struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction
       for (int64_t h = 0; h < heads; ++h) {
         const at::Tensor scaled_q = q[b][h] * scale;
         const at::Tensor kh = k[b][h], vh = v[b][h];
+        // The heads' gradient is strided ([B, L, H, D] read as [B, H, L, D]): one dense copy per
+        // head, instead of oneDNN copying each block's rows (dy V) and columns (dyᵀ P) apart.
+        const at::Tensor head_grad = grad_out[b][h].contiguous();
         const uint8_t* head_bits = kept_bits[b * heads + h].const_data_ptr<uint8_t>();
+        BlockGradientSum head_grad_k, head_grad_v;
         for (const RowBlock& block : blocks) {
-          const bool first_block = &block == &blocks.front();
           const at::Tensor block_q = scaled_q.narrow(0, block.first, block.count);
-          const at::Tensor block_grad = grad_out[b][h].narrow(0, block.first, block.count);
+          const at::Tensor block_grad = head_grad.narrow(0, block.first, block.count);
           const at::Tensor seen_k = kh.narrow(0, 0, block.visible_cols);
           // The forward's probabilities again: the same products and softmax of the same inputs.
           at::Tensor dropped = block_scores(scaled_q, kh, masks, b, h, block);
@@ -189,16 +206,16 @@ struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction
           if (masks.blocked.defined())
             grad_scores.masked_fill_(mask_block(masks.blocked, b, h, block), 0.0f);
           if (ctx->needs_input_grad(2))
-            accumulate_rows(grad_v[b][h], ctrainer::linear(block_grad.t(), dropped.t()).t(),
-                            first_block);
+            head_grad_v.add(ctrainer::linear(block_grad.t(), dropped.t()));
           if (ctx->needs_input_grad(0))
             grad_q[b][h]
                 .narrow(0, block.first, block.count)
                 .copy_(ctrainer::linear(grad_scores, seen_k.t()).mul_(scale));
           if (ctx->needs_input_grad(1))
-            accumulate_rows(grad_k[b][h], ctrainer::linear(block_q.t(), grad_scores.t()).t(),
-                            first_block);
+            head_grad_k.add(ctrainer::linear(block_q.t(), grad_scores.t()));
         }
+        if (ctx->needs_input_grad(1)) head_grad_k.write_to(grad_k[b][h]);
+        if (ctx->needs_input_grad(2)) head_grad_v.write_to(grad_v[b][h]);
       }
     return {ctx->needs_input_grad(0) ? grad_q : at::Tensor(),
             ctx->needs_input_grad(1) ? grad_k : at::Tensor(),
