@@ -10,6 +10,7 @@
 /// (1 × 512 × 32128) at ~2.7× (ctrainer-bench linear_kernel). On Intel processors MKL runs its
 /// AVX-512 kernels, so the gain should be small there (not measured). Both compute the same sums
 /// in fp32; only the order of the additions differs (results agree to ~1e-6 relative).
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -31,6 +32,12 @@ enum class LinearKernel {
 /// it needs CTRAINER_CPU_LINEAR=aten.
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight,
                   const std::optional<at::Tensor>& bias = std::nullopt);
+
+/// The fewest elements of a contiguous weight with more outputs than inputs whose gradient
+/// linear()'s backward computes with at::mm (BLAS) instead of oneDNN, when the product has 256
+/// rows or more: oneDNN's fast form would hand the gradient over transposed, and copying a
+/// matrix this large (32 MiB) into the weight's layout costs more than BLAS's slower product.
+constexpr int64_t kBlasWeightGradientMinElements = int64_t{8} << 20;
 
 /// Whether linear() on oneDNN copies `weight` into contiguous rows first: when the weight is
 /// neither contiguous nor the transpose of a contiguous tensor (a view whose rows or columns lie

@@ -6,6 +6,7 @@
 
 #include <ctrainer/core/errors.h>
 #include <ctrainer/models/linear_kernel.h>
+#include <ctrainer/models/token_cross_entropy.h>
 
 namespace ctrainer {
 
@@ -53,10 +54,9 @@ at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels,
           ? shift_labels.to(at::kLong)
           : F::pad(labels.to(at::kLong), F::PadFuncOptions({0, 1}).value(kIgnoreIndex))
                 .narrow(-1, 1, labels.size(-1));
-  auto options = F::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex);
-  if (num_items_in_batch) options.reduction(torch::kSum);
-  at::Tensor loss = F::cross_entropy(logits.to(at::kFloat).reshape({-1, logits.size(-1)}),
-                                     shifted.reshape({-1}), options);
+  at::Tensor loss = token_cross_entropy(
+      logits.to(at::kFloat).reshape({-1, logits.size(-1)}), shifted.reshape({-1}),
+      num_items_in_batch ? at::Reduction::Sum : at::Reduction::Mean, kIgnoreIndex);
   if (num_items_in_batch) loss = loss / static_cast<double>(*num_items_in_batch);
   return loss;
 }
@@ -110,12 +110,10 @@ ModelOutput seq2seq_lm_output(const at::Tensor& logits, const at::Tensor& encode
   const at::Tensor flat_logits = logits.reshape({-1, logits.size(-1)});
   const at::Tensor flat_labels = batch.at("labels").to(at::kLong).reshape({-1});
   if (num_items_in_batch)
-    out.loss = at::cross_entropy_loss(flat_logits, flat_labels, /*weight=*/{}, at::Reduction::Sum,
-                                      /*ignore_index=*/-100) /
+    out.loss = token_cross_entropy(flat_logits, flat_labels, at::Reduction::Sum) /
                static_cast<double>(*num_items_in_batch);
   else
-    out.loss = at::cross_entropy_loss(flat_logits, flat_labels, /*weight=*/{}, at::Reduction::Mean,
-                                      /*ignore_index=*/-100);
+    out.loss = token_cross_entropy(flat_logits, flat_labels, at::Reduction::Mean);
   return out;
 }
 

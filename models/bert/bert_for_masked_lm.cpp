@@ -2,10 +2,9 @@
 
 #include <torch/nn/init.h>
 
-#include <ATen/ops/cross_entropy_loss.h>
-
 #include <ctrainer/models/activations.h>
 #include <ctrainer/models/linear_kernel.h>
+#include <ctrainer/models/token_cross_entropy.h>
 
 namespace ctrainer {
 namespace {
@@ -121,12 +120,10 @@ ModelOutput BertForMaskedLM::run(const Batch& batch, std::optional<int64_t> num_
   const at::Tensor flat_logits = out.logits.reshape({-1, vocabulary}).to(at::kFloat);
   const at::Tensor flat_labels = batch.at("labels").reshape({-1}).to(at::kLong);
   if (num_items_in_batch) {
-    out.loss =
-        at::cross_entropy_loss(flat_logits, flat_labels, {}, at::Reduction::Sum, kIgnoreIndex) /
-        static_cast<double>(*num_items_in_batch);
+    out.loss = token_cross_entropy(flat_logits, flat_labels, at::Reduction::Sum, kIgnoreIndex) /
+               static_cast<double>(*num_items_in_batch);
   } else {
-    out.loss =
-        at::cross_entropy_loss(flat_logits, flat_labels, {}, at::Reduction::Mean, kIgnoreIndex);
+    out.loss = token_cross_entropy(flat_logits, flat_labels, at::Reduction::Mean, kIgnoreIndex);
   }
   return out;
 }

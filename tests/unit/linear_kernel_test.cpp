@@ -2,11 +2,14 @@
 // under CPU autocast and when CTRAINER_CPU_LINEAR=aten), its values and gradients against an fp64
 // reference for the weight layouts models pass (GPT-2's Conv1D transposed, views into wider
 // tensors, which are copied first), and the model layers that must go through it.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <ctrainer/core/errors.h>
@@ -167,6 +170,52 @@ TEST(LinearKernel, TheWeightGradientLeavesInTheWeightsLayout) {
       EXPECT_EQ(grad.strides(), weight.strides());
       EXPECT_LT(relative_error(grad, upstream.t().to(at::kDouble).mm(x.to(at::kDouble))), 1e-6);
     }
+}
+
+// The operators `run` calls on this thread, by name (RecordFunction takes plain function
+// pointers, hence the static list).
+template <class Run>
+std::vector<std::string> operators_called(Run run) {
+  static std::vector<std::string> names;
+  names.clear();
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                     -> std::unique_ptr<at::ObserverContext> {
+        names.emplace_back(fn.name());
+        return nullptr;
+      }).needsInputs(false));
+  run();
+  at::removeCallback(handle);
+  return names;
+}
+
+bool called(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(LinearKernel, ALargeContiguousWeightsGradientComesFromBlasInItsLayout) {
+  // A tied LM head's embedding (vocabulary × hidden, contiguous): oneDNN's product would come out
+  // transposed and be copied; at::mm writes dW = dyᵀ x in the weight's layout.
+  if (!onednn_available()) GTEST_SKIP() << "this libtorch has no oneDNN";
+  torch::manual_seed(4);
+  const int64_t in = 512;
+  const at::Tensor x = torch::randn({256, in});
+  for (const int64_t out : {kBlasWeightGradientMinElements / in + 8,     // BLAS
+                            kBlasWeightGradientMinElements / in - 1}) {  // oneDNN
+    SCOPED_TRACE(out);
+    const bool blas = out * in >= kBlasWeightGradientMinElements;
+    const at::Tensor weight = torch::randn({out, in}).requires_grad_();
+    const at::Tensor upstream = torch::randn({256, out});
+    at::Tensor grad;
+    const std::vector<std::string> names = operators_called([&] {
+      grad = torch::autograd::grad({(ctrainer::linear(x, weight) * upstream).sum()}, {weight})[0];
+    });
+    EXPECT_EQ(called(names, "aten::mm"), blas);
+    // oneDNN's form is copied into the weight's layout; BLAS's needs no copy.
+    EXPECT_EQ(called(names, "aten::clone"), !blas);
+    EXPECT_TRUE(grad.is_contiguous());
+    EXPECT_LT(relative_error(grad, upstream.t().to(at::kDouble).mm(x.to(at::kDouble))), 1e-6);
+  }
 }
 
 TEST(LinearKernel, NoBiasAndNoGraphGiveTheGraphsValues) {
