@@ -40,13 +40,14 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # After ctest, the unit tests again under ASan + UBSan + LeakSanitizer and every fuzz target for a
-# few seconds, both from one clang build in build-fuzz/ (SANITIZE=OFF skips them).
+# few seconds, both from one clang build in build-fuzz/ (SANITIZE=OFF skips them). The fuzz targets
+# run $(JOBS) at a time, each on a core of its own for its 5 seconds.
 SANITIZE ?= ON
 test: test-deps build
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure
 ifeq ($(SANITIZE),ON)
 	bash scripts/sanitize.sh --jobs $(JOBS)
-	bash scripts/fuzz.sh --seconds 5 --jobs $(JOBS)
+	bash scripts/fuzz.sh --seconds 5 --jobs $(JOBS) --parallel $(JOBS)
 endif
 
 # The demo builds only the program it runs (96 of the ~210 build steps).
