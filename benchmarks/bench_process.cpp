@@ -26,10 +26,6 @@ extern char** environ;
 namespace ctrainer::bench {
 namespace {
 
-std::string name_of(const std::string& entry) {
-  return entry.substr(0, entry.find('='));
-}
-
 /// Adds "open `path` for writing as `fd`" to the spawn's file actions.
 void redirect(posix_spawn_file_actions_t& actions, int fd, const std::string& path) {
   if (path.empty()) return;
@@ -42,6 +38,18 @@ std::string ChildResult::describe(double timeout_seconds) const {
   if (timed_out) return fmt::format("timed out after {:.0f} s (killed)", timeout_seconds);
   if (term_signal != 0) return fmt::format("killed by signal {}", term_signal);
   return fmt::format("exit status {}", exit_code);
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& entries,
+                                          const std::vector<std::string>& dropped) {
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::set<std::string> replaced(dropped.begin(), dropped.end());
+  for (const auto& entry : entries) replaced.insert(name_of(entry));
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (replaced.count(name_of(*e)) == 0) env.emplace_back(*e);
+  env.insert(env.end(), entries.begin(), entries.end());
+  return env;
 }
 
 double unix_time_now() {
@@ -58,12 +66,7 @@ ChildResult run_child(const ChildSpec& spec) {
     throw std::runtime_error(spec.argv[0] + " is not an executable program (" +
                              std::strerror(errno) + ")");
 
-  std::set<std::string> replaced;
-  for (const auto& entry : spec.env) replaced.insert(name_of(entry));
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (replaced.count(name_of(*e)) == 0) env.emplace_back(*e);
-  env.insert(env.end(), spec.env.begin(), spec.env.end());
+  std::vector<std::string> env = environment_with(spec.env);
   std::vector<char*> envp, argv;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);

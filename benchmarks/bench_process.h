@@ -43,5 +43,10 @@ std::string file_tail(const std::string& path, int max_lines);
 /// Seconds since the epoch, as Python's time.time() (the same clock the children report).
 double unix_time_now();
 
+/// This process's environment (NAME=VALUE entries) with `entries` appended: an inherited
+/// variable is left out when an entry sets the same name or when its name is in `dropped`.
+std::vector<std::string> environment_with(const std::vector<std::string>& entries,
+                                          const std::vector<std::string>& dropped = {});
+
 
 }  // namespace ctrainer::bench

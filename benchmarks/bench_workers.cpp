@@ -1,5 +1,7 @@
 #include "bench_workers.h"
 
+#include "bench_process.h"
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -39,10 +41,6 @@ int free_port(const std::string& scenario) {
   return ntohs(address.sin_port);
 }
 
-std::string name_of(const std::string& entry) {
-  return entry.substr(0, entry.find('='));
-}
-
 }  // namespace
 
 std::vector<nlohmann::json> run_workers(const WorkerLaunch& launch) {
@@ -69,13 +67,8 @@ std::vector<nlohmann::json> run_workers(const WorkerLaunch& launch) {
     }
     // Our own variables win over inherited ones of the same name, and a 1-process run must not
     // inherit a torchrun environment it did not ask for.
-    std::set<std::string> replaced = {"RANK",        "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                      "MASTER_ADDR", "MASTER_PORT"};
-    for (const auto& entry : ours) replaced.insert(name_of(entry));
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e)
-      if (replaced.count(name_of(*e)) == 0) env.emplace_back(*e);
-    env.insert(env.end(), ours.begin(), ours.end());
+    std::vector<std::string> env = environment_with(
+        ours, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"});
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
