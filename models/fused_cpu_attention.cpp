@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
+#include <ATen/ThreadLocalState.h>
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
@@ -115,6 +117,23 @@ class BlockGradientSum {
   at::Tensor sum_;
 };
 
+/// Calls body(b, h) for every head of a [batch, heads, ...] input, the heads spread over the
+/// intra-op threads, each head on one thread. A head's products are small (one side is the head
+/// width, 64 in GPT-2): oneDNN splitting each over two threads ran them at ~140 GFLOP/s on the
+/// 2-core Zen 4 host, where whole heads per thread leave no synchronisation inside a head (its
+/// softmax, dropout and products run serially there, as ctrainer::parallel_for nests). Heads
+/// write disjoint slices of the outputs, and a head's result does not depend on the thread it
+/// ran on. The calling thread's ATen state (grad mode off inside an autograd Function's forward
+/// and backward, the dispatch keys) goes with each head to its thread.
+void for_each_head(int64_t batch, int64_t heads,
+                   const std::function<void(int64_t, int64_t)>& body) {
+  const at::ThreadLocalState caller_state;
+  ctrainer::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+    const at::ThreadLocalStateGuard state_guard(caller_state);
+    for (int64_t head = begin; head < end; ++head) body(head / heads, head % heads);
+  });
+}
+
 struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q,
                             const at::Tensor& k_in, const at::Tensor& v_in, const ScoreMasks& masks,
@@ -131,24 +150,23 @@ struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction
         at::empty({batch * heads, rows, row_bytes}, q.options().dtype(at::kByte));
     at::Tensor out = heads_last_layout(batch, heads, rows, v.size(3));
     const std::vector<RowBlock> blocks = row_blocks(rows, cols, masks);
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t head = b * heads + h;
-        const at::Tensor scaled_q = q[b][h] * scale;
-        uint8_t* head_bits = kept_bits[head].mutable_data_ptr<uint8_t>();
-        for (const RowBlock& block : blocks) {
-          at::Tensor probs =
-              at::_softmax(block_scores(scaled_q, k[b][h], masks, b, h, block), -1, false);
-          // Drop in place, and keep one bit per element for the backward. Element indices are
-          // those of the contiguous [B, H, L, S] probabilities, as dropout() would number them.
-          attention_rows::drop(probs.mutable_data_ptr<float>(), head_bits + block.first * row_bytes,
-                               block.count, block.visible_cols, cols, dropout_mask,
-                               (head * rows + block.first) * cols, keep_scale);
-          out[b][h]
-              .narrow(0, block.first, block.count)
-              .copy_(ctrainer::linear(probs, v[b][h].narrow(0, 0, block.visible_cols).t()));
-        }
+    for_each_head(batch, heads, [&](int64_t b, int64_t h) {
+      const int64_t head = b * heads + h;
+      const at::Tensor scaled_q = q[b][h] * scale;
+      uint8_t* head_bits = kept_bits[head].mutable_data_ptr<uint8_t>();
+      for (const RowBlock& block : blocks) {
+        at::Tensor probs =
+            at::_softmax(block_scores(scaled_q, k[b][h], masks, b, h, block), -1, false);
+        // Drop in place, and keep one bit per element for the backward. Element indices are
+        // those of the contiguous [B, H, L, S] probabilities, as dropout() would number them.
+        attention_rows::drop(probs.mutable_data_ptr<float>(), head_bits + block.first * row_bytes,
+                             block.count, block.visible_cols, cols, dropout_mask,
+                             (head * rows + block.first) * cols, keep_scale);
+        out[b][h]
+            .narrow(0, block.first, block.count)
+            .copy_(ctrainer::linear(probs, v[b][h].narrow(0, 0, block.visible_cols).t()));
       }
+    });
     ctx->save_for_backward({q, k_in, v_in, kept_bits});
     if (masks.blocked.defined()) ctx->saved_data["blocked"] = masks.blocked;
     if (masks.additive.defined()) ctx->saved_data["additive"] = masks.additive;
@@ -177,46 +195,45 @@ struct FusedAttentionFunction : torch::autograd::Function<FusedAttentionFunction
     at::Tensor grad_k = heads_last_layout(batch, heads, cols, k.size(3));
     at::Tensor grad_v = heads_last_layout(batch, heads, cols, v.size(3));
     const std::vector<RowBlock> blocks = row_blocks(rows, cols, masks);
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        const at::Tensor scaled_q = q[b][h] * scale;
-        const at::Tensor kh = k[b][h], vh = v[b][h];
-        // The heads' gradient is strided ([B, L, H, D] read as [B, H, L, D]): one dense copy per
-        // head, instead of oneDNN copying each block's rows (dy V) and columns (dyᵀ P) apart.
-        const at::Tensor head_grad = grad_out[b][h].contiguous();
-        const uint8_t* head_bits = kept_bits[b * heads + h].const_data_ptr<uint8_t>();
-        BlockGradientSum head_grad_k, head_grad_v;
-        for (const RowBlock& block : blocks) {
-          const at::Tensor block_q = scaled_q.narrow(0, block.first, block.count);
-          const at::Tensor block_grad = head_grad.narrow(0, block.first, block.count);
-          const at::Tensor seen_k = kh.narrow(0, 0, block.visible_cols);
-          // The forward's probabilities again: the same products and softmax of the same inputs.
-          at::Tensor dropped = block_scores(scaled_q, kh, masks, b, h, block);
-          const at::Tensor probs = at::_softmax(dropped, -1, false);
-          at::Tensor grad_scores = ctrainer::linear(
-              block_grad, vh.narrow(0, 0, block.visible_cols));  // d(dropped), then d(scores)
-          // The scores' buffer, no longer needed, receives the dropped probabilities.
-          attention_rows::dropout_softmax_backward(
-              probs.const_data_ptr<float>(), head_bits + block.first * row_bytes,
-              dropped.mutable_data_ptr<float>(), grad_scores.mutable_data_ptr<float>(), block.count,
-              block.visible_cols, cols, keep_scale);
-          // Blocked scores were overwritten (masked_fill): no gradient reaches q or k through
-          // them, which matters in a row blocked entirely (its uniform probabilities have a
-          // gradient).
-          if (masks.blocked.defined())
-            grad_scores.masked_fill_(mask_block(masks.blocked, b, h, block), 0.0f);
-          if (ctx->needs_input_grad(2))
-            head_grad_v.add(ctrainer::linear(block_grad.t(), dropped.t()));
-          if (ctx->needs_input_grad(0))
-            grad_q[b][h]
-                .narrow(0, block.first, block.count)
-                .copy_(ctrainer::linear(grad_scores, seen_k.t()).mul_(scale));
-          if (ctx->needs_input_grad(1))
-            head_grad_k.add(ctrainer::linear(block_q.t(), grad_scores.t()));
-        }
-        if (ctx->needs_input_grad(1)) head_grad_k.write_to(grad_k[b][h]);
-        if (ctx->needs_input_grad(2)) head_grad_v.write_to(grad_v[b][h]);
+    const bool needs_grad_q = ctx->needs_input_grad(0), needs_grad_k = ctx->needs_input_grad(1),
+               needs_grad_v = ctx->needs_input_grad(2);
+    for_each_head(batch, heads, [&](int64_t b, int64_t h) {
+      const at::Tensor scaled_q = q[b][h] * scale;
+      const at::Tensor kh = k[b][h], vh = v[b][h];
+      // The heads' gradient is strided ([B, L, H, D] read as [B, H, L, D]): one dense copy per
+      // head, instead of oneDNN copying each block's rows (dy V) and columns (dyᵀ P) apart.
+      const at::Tensor head_grad = grad_out[b][h].contiguous();
+      const uint8_t* head_bits = kept_bits[b * heads + h].const_data_ptr<uint8_t>();
+      BlockGradientSum head_grad_k, head_grad_v;
+      for (const RowBlock& block : blocks) {
+        const at::Tensor block_q = scaled_q.narrow(0, block.first, block.count);
+        const at::Tensor block_grad = head_grad.narrow(0, block.first, block.count);
+        const at::Tensor seen_k = kh.narrow(0, 0, block.visible_cols);
+        // The forward's probabilities again: the same products and softmax of the same inputs.
+        at::Tensor dropped = block_scores(scaled_q, kh, masks, b, h, block);
+        const at::Tensor probs = at::_softmax(dropped, -1, false);
+        at::Tensor grad_scores = ctrainer::linear(
+            block_grad, vh.narrow(0, 0, block.visible_cols));  // d(dropped), then d(scores)
+        // The scores' buffer, no longer needed, receives the dropped probabilities.
+        attention_rows::dropout_softmax_backward(
+            probs.const_data_ptr<float>(), head_bits + block.first * row_bytes,
+            dropped.mutable_data_ptr<float>(), grad_scores.mutable_data_ptr<float>(), block.count,
+            block.visible_cols, cols, keep_scale);
+        // Blocked scores were overwritten (masked_fill): no gradient reaches q or k through
+        // them, which matters in a row blocked entirely (its uniform probabilities have a
+        // gradient).
+        if (masks.blocked.defined())
+          grad_scores.masked_fill_(mask_block(masks.blocked, b, h, block), 0.0f);
+        if (needs_grad_v) head_grad_v.add(ctrainer::linear(block_grad.t(), dropped.t()));
+        if (needs_grad_q)
+          grad_q[b][h]
+              .narrow(0, block.first, block.count)
+              .copy_(ctrainer::linear(grad_scores, seen_k.t()).mul_(scale));
+        if (needs_grad_k) head_grad_k.add(ctrainer::linear(block_q.t(), grad_scores.t()));
       }
+      if (needs_grad_k) head_grad_k.write_to(grad_k[b][h]);
+      if (needs_grad_v) head_grad_v.write_to(grad_v[b][h]);
+    });
     return {ctx->needs_input_grad(0) ? grad_q : at::Tensor(),
             ctx->needs_input_grad(1) ? grad_k : at::Tensor(),
             ctx->needs_input_grad(2) ? grad_v : at::Tensor(),

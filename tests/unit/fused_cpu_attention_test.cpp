@@ -307,5 +307,26 @@ TEST(FusedCpuAttention, KeepsOneBitPerProbabilityForTheBackward) {
   EXPECT_GE(unfused, 2 * probabilities);
 }
 
+// Heads are spread over the intra-op threads, one head per thread: the output and the gradients
+// must be the one-thread ones, bit for bit (each head computed whole on one thread, written to
+// its own slices).
+TEST(FusedCpuAttention, HeadsOnTheIntraOpThreadsGiveTheOneThreadResult) {
+  const Case c{"threads", 2, 3, 300, 300, 16, true, Case::kNone, true, 0};
+  const Inputs in = make_inputs(c);
+  const int threads_before = at::get_num_threads();
+  auto attend = [](auto& q, auto& k, auto& v, auto& mask) {
+    return fused_cpu_attention(q, k, v, mask, 0.3, true, 0.25);
+  };
+  at::set_num_threads(1);
+  const Result one = run(in, at::kFloat, attend);
+  at::set_num_threads(2);
+  const Result two = run(in, at::kFloat, attend);
+  at::set_num_threads(threads_before);
+  EXPECT_TRUE(torch::equal(one.out, two.out));
+  EXPECT_TRUE(torch::equal(one.grad_q, two.grad_q));
+  EXPECT_TRUE(torch::equal(one.grad_k, two.grad_k));
+  EXPECT_TRUE(torch::equal(one.grad_v, two.grad_v));
+}
+
 }  // namespace fused_cpu_attention_test
 }  // namespace ctrainer
