@@ -131,5 +131,4 @@ std::string file_tail(const std::string& path, int max_lines) {
   return text.substr(cut);
 }
 
-
 }  // namespace ctrainer::bench

@@ -48,5 +48,4 @@ double unix_time_now();
 std::vector<std::string> environment_with(const std::vector<std::string>& entries,
                                           const std::vector<std::string>& dropped = {});
 
-
 }  // namespace ctrainer::bench

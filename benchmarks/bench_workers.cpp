@@ -68,7 +68,8 @@ std::vector<nlohmann::json> run_workers(const WorkerLaunch& launch) {
     // Our own variables win over inherited ones of the same name, and a 1-process run must not
     // inherit a torchrun environment it did not ask for.
     std::vector<std::string> env = environment_with(
-        ours, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"});
+        ours,
+        {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"});
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
